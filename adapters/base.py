@@ -1,0 +1,56 @@
+"""The small contract every agent adapter keeps, so snapshotting, watermarks and loading can
+live once in `etl/` and an adapter stays a parser.
+
+An adapter is a module with these names:
+
+- ``NAME``: stable source id used in the warehouse (``claude_code``).
+- ``TITLE``: what a user calls the agent.
+- ``ENV_VARS``: the agent's own home overrides, shown by ``convarch sources``.
+- ``default_roots(env, home)``: where the agent keeps its store, in preference order.
+- ``resolve_root(path)``: turn what a user passes to ``--root`` into the store folder.
+- ``discover(root)``: list the store's files with stat-free classification; never parse.
+- ``EXTRACT``: for line-oriented stores, the names of the SQL files (under ``sql/extract``)
+  that turn a snapshot's lines into normalized ``records`` and ``blocks``.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+
+@dataclass(frozen=True, slots=True)
+class SourceFile:
+    """One file of an agent store, as found on disk (the original, never opened for writing)."""
+
+    source: str
+    path: Path
+    root: Path
+    session_hint: str | None = None
+    parent_session_hint: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Extract:
+    """SQL files that normalize a snapshot's lines; each reads the relation ``lines``."""
+
+    records: str
+    blocks: str
+
+
+class Adapter(Protocol):
+    NAME: str
+    TITLE: str
+    ENV_VARS: tuple[str, ...]
+    EXTRACT: Extract
+
+    def default_roots(self, env: Mapping[str, str], home: Path) -> list[Path]: ...
+
+    def resolve_root(self, path: Path) -> Path: ...
+
+    def discover(self, root: Path) -> Iterator[SourceFile]: ...
+
+
+class RootError(ValueError):
+    """A path given as a store root that holds nothing this adapter can read."""

@@ -1,0 +1,14 @@
+"""Every DuckDB connection convarch opens goes through here, so none ever reaches for the
+network to fetch an extension (json and parquet are built in)."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+OFFLINE = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
+
+
+def connect(path: Path | str = ":memory:", *, read_only: bool = False, **config: Any) -> duckdb.DuckDBPyConnection:
+    return duckdb.connect(str(path), read_only=read_only, config={**OFFLINE, **config})

@@ -1,0 +1,343 @@
+"""One ingest run: plan each source file against its watermark, snapshot what changed, parse,
+write Parquet, then commit watermarks and data together and publish.
+
+Every step before the final state transaction only writes into the run's private staging
+folder, so a run killed at any point leaves the warehouse as it was.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from types import ModuleType
+
+import duckdb
+
+from convarch.adapters.base import SourceFile
+from convarch.etl import snapshot as snap
+from convarch.etl.layout import Layout
+from convarch.etl.lines import split_snapshot
+from convarch.etl.load import BatchWriter, FileContext, Written
+from convarch.etl.publish import TABLES, publish, read_manifest
+from convarch.etl.state import open_state
+
+FLUSH_BYTES = 64 << 20
+
+Progress = Callable[[int], None]
+
+
+@dataclass
+class Summary:
+    run_id: int = 0
+    sources: list[str] = field(default_factory=list)
+    files_scanned: int = 0
+    files_changed: int = 0
+    files_skipped: int = 0
+    sessions: int = 0
+    records_added: int = 0
+    quarantined: int = 0
+    seconds: float = 0.0
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+
+    def as_json(self) -> dict:
+        return {
+            "run_id": self.run_id,
+            "sources": self.sources,
+            "files_scanned": self.files_scanned,
+            "files_changed": self.files_changed,
+            "files_skipped": self.files_skipped,
+            "sessions": self.sessions,
+            "records_added": self.records_added,
+            "quarantined": self.quarantined,
+            "seconds": round(self.seconds, 3),
+            "skipped": [{"path": p, "reason": r} for p, r in self.skipped],
+        }
+
+
+@dataclass
+class Planned:
+    file: SourceFile
+    stat: snap.FileStat
+    prev: dict | None
+    action: str          # new | append | rewrite | touched | unchanged
+    start: int
+
+
+def _now() -> datetime:
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+def ingest(
+    layout: Layout,
+    targets: Iterable[tuple[ModuleType, Path]],
+    *,
+    on_plan: Callable[[int, int], None] | None = None,
+    progress: Progress | None = None,
+    wait_seconds: float = 30.0,
+) -> Summary:
+    """Ingest every (adapter, store root) pair into the warehouse at `layout`."""
+    t0 = time.monotonic()
+    layout.create()
+    state = open_state(layout.state_db, wait_seconds=wait_seconds)
+    summary = Summary()
+    staging: Path | None = None
+    try:
+        _recover(layout, state)
+        run_id = state.execute("select nextval('run_id_seq')").fetchone()[0]
+        summary.run_id = run_id
+        targets = list(targets)
+        summary.sources = sorted({a.NAME for a, _ in targets})
+        state.execute(
+            "insert into ingest_runs (run_id, started_at, status, sources) values (?, ?, 'running', ?)",
+            [run_id, _now(), summary.sources],
+        )
+        staging = layout.tmp / f"run-{run_id:06d}"
+        staging.mkdir(mode=0o700)
+        known = _known_files(state)
+        plans, gone = _plan(targets, known, summary)
+        changed = [p for p in plans if p.action in ("new", "append", "rewrite")]
+        if on_plan:
+            on_plan(len(changed), sum(p.stat.size - p.start for p in changed))
+        written, updates, sessions = _extract(layout, staging, run_id, state, changed, summary, progress)
+        touched = [p for p in plans if p.action == "touched"]
+        _move_into_lake(layout, staging, written)
+        summary.sessions = len(sessions)
+        summary.files_changed = len(changed)
+        _commit(state, run_id, written, updates, touched, gone, summary, t0)
+        data_changed = bool(written or gone or updates)
+        manifest = read_manifest(layout)
+        last_data_run = state.execute(
+            "select max(run_id) from ingest_runs where status = 'committed' and files_changed > 0"
+        ).fetchone()[0]
+        if data_changed or not layout.db.exists() or manifest is None or manifest.get("data_run_id") != last_data_run:
+            publish(layout, state, last_data_run or run_id)
+    except BaseException:
+        if summary.run_id:
+            try:
+                state.execute("update ingest_runs set status = 'failed', finished_at = ? where run_id = ?", [_now(), summary.run_id])
+            except duckdb.Error:
+                pass
+        raise
+    finally:
+        if staging is not None:
+            shutil.rmtree(staging, ignore_errors=True)
+        state.close()
+    summary.seconds = time.monotonic() - t0
+    return summary
+
+
+def _recover(layout: Layout, state: duckdb.DuckDBPyConnection) -> None:
+    """Clear what a killed run left: its staging folder, Parquet never registered, its row."""
+    state.execute("update ingest_runs set status = 'failed' where status = 'running'")
+    for leftover in layout.tmp.glob("run-*"):
+        shutil.rmtree(leftover, ignore_errors=True)
+    registered = {p for (p,) in state.execute("select path from data_files").fetchall()}
+    for table in TABLES:
+        base = layout.lake / table
+        if not base.is_dir():
+            continue
+        for dirpath, _dirs, names in os.walk(base):
+            for name in names:
+                p = Path(dirpath) / name
+                rel = str(p.relative_to(layout.lake))
+                if name.startswith("r") and name.endswith(".parquet") and rel not in registered:
+                    p.unlink()
+
+
+def _known_files(state: duckdb.DuckDBPyConnection) -> dict[tuple[str, str], dict]:
+    cur = state.execute("select * from source_files")
+    cols = [d[0] for d in cur.description]
+    return {(r[1], r[2]): dict(zip(cols, r)) for r in cur.fetchall()}
+
+
+def _plan(targets, known, summary: Summary) -> tuple[list[Planned], list[int]]:
+    plans: list[Planned] = []
+    seen: set[tuple[str, str]] = set()
+    roots: list[tuple[str, str]] = []
+    for adapter, root in targets:
+        roots.append((adapter.NAME, str(root)))
+        for sf in adapter.discover(root):
+            key = (sf.source, str(sf.path))
+            if key in seen:
+                continue
+            seen.add(key)
+            summary.files_scanned += 1
+            try:
+                st = snap.stat_source(sf.path)
+                plans.append(_classify(sf, st, known.get(key)))
+            except (OSError, snap.NotRegularFile) as exc:
+                summary.files_skipped += 1
+                summary.skipped.append((str(sf.path), _reason(exc)))
+    gone = [
+        row["file_id"]
+        for (source, path), row in known.items()
+        if not row["gone"] and (source, path) not in seen
+        and any(source == s and (path == r or path.startswith(r.rstrip(os.sep) + os.sep)) for s, r in roots)
+    ]
+    return plans, gone
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, snap.NotRegularFile):
+        return "not a regular file (symlink, FIFO or device): not read"
+    return f"cannot read: {exc.strerror or exc}" if isinstance(exc, OSError) else str(exc)
+
+
+def _classify(sf: SourceFile, st: snap.FileStat, prev: dict | None) -> Planned:
+    if prev is None:
+        return Planned(sf, st, None, "new", 0)
+    if (st.inode, st.size, st.mtime_ns) == (prev["inode"], prev["size"], prev["mtime_ns"]) and not prev["gone"]:
+        return Planned(sf, st, prev, "unchanged", prev["offset"])
+    offset = prev["offset"]
+    same_head = st.size >= offset and snap.head_hash(sf.path, prev["head_len"]) == prev["head_hash"]
+    if same_head and (offset == 0 or snap.byte_at(sf.path, offset - 1) in (b"\n", b"}")):
+        quiet = st.size == prev["size"] and prev["tail_bytes"] == 0 and not prev["gone"]
+        return Planned(sf, st, prev, "touched" if quiet else "append", offset)
+    return Planned(sf, st, prev, "rewrite", 0)
+
+
+def _extract(layout, staging, run_id, state, changed: list[Planned], summary: Summary, progress):
+    """Snapshot and parse every changed file; return Parquet written and watermark updates."""
+    written: list[Written] = []
+    updates: list[dict] = []
+    sessions: set[tuple[str, str]] = set()
+    snapdir = staging / "snap"
+    snapdir.mkdir(mode=0o700)
+    by_source: dict[str, list[Planned]] = {}
+    for p in changed:
+        by_source.setdefault(p.file.source, []).append(p)
+    from convarch import adapters
+
+    for source, plans in by_source.items():
+        adapter = adapters.get(source)
+        writer = BatchWriter(run_id, staging / "out" / source, adapter.EXTRACT)
+        try:
+            for p in plans:
+                upd = _read_file(p, state, writer, snapdir, run_id, summary)
+                if upd is not None:
+                    updates.append(upd)
+                if writer.pending_bytes >= FLUSH_BYTES:
+                    writer.flush()
+                if progress:
+                    progress(p.stat.size - p.start)
+            writer.flush()
+            for u in updates:
+                if u["source"] == source:
+                    u["records_added"] = writer.records_by_file.get(u["file_id"], 0)
+                    u["quarantined_added"] = writer.quarantined_by_file.get(u["file_id"], 0)
+            written.extend(writer.written)
+            sessions |= writer.sessions
+        finally:
+            writer.close()
+    return written, updates, sessions
+
+
+def _read_file(p: Planned, state, writer: BatchWriter, snapdir: Path, run_id: int, summary: Summary) -> dict | None:
+    prev = p.prev
+    if p.action == "new":
+        file_id = state.execute("select nextval('file_id_seq')").fetchone()[0]
+        epoch, lines_read = 1, 0
+    else:
+        file_id = prev["file_id"]
+        epoch = prev["epoch"] + (1 if p.action == "rewrite" else 0)
+        lines_read = 0 if p.action == "rewrite" else prev["lines_read"]
+    dest = snapdir / f"{file_id}.jsonl"
+    try:
+        s = snap.snapshot_lines(p.file.path, p.start, dest)
+    except (OSError, snap.NotRegularFile) as exc:
+        summary.files_skipped += 1
+        summary.skipped.append((str(p.file.path), _reason(exc)))
+        return None
+    ctx = FileContext(
+        file_id=file_id,
+        source=p.file.source,
+        epoch=epoch,
+        source_file=str(p.file.path),
+        file_stem=p.file.path.stem,
+        session_hint=p.file.session_hint,
+        parent_session_hint=p.file.parent_session_hint,
+    )
+    for batch in split_snapshot(dest, file_id, s.start, lines_read + 1):
+        writer.add(ctx, batch.table, batch.bad, batch.nbytes)
+        lines_read += batch.lines
+        if writer.pending_bytes >= FLUSH_BYTES:
+            writer.flush()
+    dest.unlink()
+    return {
+        "file_id": file_id,
+        "source": p.file.source,
+        "path": str(p.file.path),
+        "action": p.action,
+        "stat": p.stat,
+        "offset": s.end,
+        "size": s.size,
+        "head_len": s.head_len,
+        "head_hash": s.head_hash,
+        "epoch": epoch,
+        "tail_bytes": s.size - s.end,
+        "lines_read": lines_read,
+        "session_hint": p.file.session_hint,
+        "parent_session_hint": p.file.parent_session_hint,
+    }
+
+
+def _move_into_lake(layout: Layout, staging: Path, written: list[Written]) -> None:
+    for w in written:
+        src = w.staged
+        dst = layout.lake / w.path
+        dst.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        os.replace(src, dst)
+
+
+def _commit(state, run_id, written, updates, touched, gone, summary: Summary, t0: float) -> None:
+    state.execute("begin")
+    try:
+        for w in written:
+            state.execute(
+                "insert into data_files (path, table_name, source, month, run_id, row_count, bytes) values (?, ?, ?, ?, ?, ?, ?)",
+                [w.path, w.table_name, w.source, w.month, run_id, w.row_count, w.bytes],
+            )
+        for u in updates:
+            st: snap.FileStat = u["stat"]
+            added, quarantined = u.get("records_added", 0), u.get("quarantined_added", 0)
+            summary.records_added += added
+            summary.quarantined += quarantined
+            if u["action"] == "new":
+                state.execute(
+                    "insert into source_files (file_id, source, path, dev, inode, size, mtime_ns, \"offset\", head_len, head_hash, "
+                    "epoch, tail_bytes, lines_read, records, quarantined, session_hint, parent_session_hint, first_run_id, last_run_id) "
+                    "values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    [u["file_id"], u["source"], u["path"], st.dev, st.inode, u["size"], st.mtime_ns, u["offset"], u["head_len"],
+                     u["head_hash"], u["epoch"], u["tail_bytes"], u["lines_read"], added, quarantined, u["session_hint"],
+                     u["parent_session_hint"], run_id, run_id],
+                )
+            else:
+                reset = u["action"] == "rewrite"
+                state.execute(
+                    "update source_files set dev = ?, inode = ?, size = ?, mtime_ns = ?, \"offset\" = ?, head_len = ?, head_hash = ?, "
+                    "epoch = ?, tail_bytes = ?, lines_read = ?, records = (case when ? then 0 else records end) + ?, "
+                    "quarantined = (case when ? then 0 else quarantined end) + ?, last_run_id = ?, gone = false where file_id = ?",
+                    [st.dev, st.inode, u["size"], st.mtime_ns, u["offset"], u["head_len"], u["head_hash"], u["epoch"],
+                     u["tail_bytes"], u["lines_read"], reset, added, reset, quarantined, run_id, u["file_id"]],
+                )
+        for p in touched:
+            state.execute(
+                "update source_files set dev = ?, inode = ?, size = ?, mtime_ns = ?, gone = false where file_id = ?",
+                [p.stat.dev, p.stat.inode, p.stat.size, p.stat.mtime_ns, p.prev["file_id"]],
+            )
+        for fid in gone:
+            state.execute("update source_files set gone = true where file_id = ?", [fid])
+        state.execute(
+            "update ingest_runs set status = 'committed', finished_at = ?, files_scanned = ?, files_changed = ?, "
+            "records_added = ?, quarantined = ?, seconds = ? where run_id = ?",
+            [_now(), summary.files_scanned, len(updates) + len(gone), summary.records_added, summary.quarantined,
+             time.monotonic() - t0, run_id],
+        )
+        state.execute("commit")
+    except BaseException:
+        state.execute("rollback")
+        raise

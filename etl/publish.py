@@ -1,0 +1,125 @@
+"""Publish a run: a fresh catalog of views over the registered Parquet, swapped in atomically.
+
+A reader that holds the old catalog keeps the old inode and the files it names (nothing the
+catalog names is deleted while it is current), and the next open sees the new state whole.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from convarch import sql
+from convarch.adapters import claude_code
+from convarch.etl.duck import connect
+from convarch.etl.layout import Layout, make_private
+from convarch.etl.load import QUARANTINE_SCHEMA
+
+TABLES = ("records", "blocks", "quarantine")
+SEED_SOURCE = "_schema"
+
+
+def seed_schemas() -> dict[str, pa.Schema]:
+    """The stored column set of each table, taken from the extraction SQL itself run on empty
+    input, so the schema and the SQL can never disagree."""
+    con = connect()
+    con.execute(
+        "create temp table lines (file_id bigint, line_no bigint, byte_offset bigint, line varchar);"
+        "create temp table batch_files (file_id bigint, source varchar, file_epoch integer, "
+        "source_file varchar, file_stem varchar, session_hint varchar, parent_session_hint varchar, "
+        "run_id bigint)"
+    )
+    con.execute(f"create temp table records_batch as {sql.read(claude_code.EXTRACT.records)}")
+    records = con.sql("select * exclude (content, source, month) from records_batch").to_arrow_table().schema
+    blocks = con.sql(f"select * exclude (source, month) from ({sql.read(claude_code.EXTRACT.blocks)})").to_arrow_table().schema
+    con.close()
+    quarantine = pa.schema([f for f in QUARANTINE_SCHEMA if f.name not in ("source", "month")])
+    return {"records": records, "blocks": blocks, "quarantine": quarantine}
+
+
+def ensure_seeds(layout: Layout) -> dict[str, Path]:
+    """One empty Parquet file per table and schema version, so views always bind."""
+    seeds: dict[str, Path] = {}
+    for table, schema in seed_schemas().items():
+        digest = hashlib.sha256(str(schema).encode()).hexdigest()[:12]
+        folder = layout.lake / table / f"source={SEED_SOURCE}" / "month=_"
+        path = folder / f"seed-{digest}.parquet"
+        if not path.exists():
+            folder.mkdir(parents=True, exist_ok=True)
+            for old in folder.glob("seed-*.parquet"):
+                old.unlink()
+            tmp = path.with_suffix(".tmp")
+            pq.write_table(schema.empty_table(), tmp, compression="zstd")
+            make_private(tmp)
+            os.replace(tmp, path)
+        seeds[table] = path
+    return seeds
+
+
+def publish(layout: Layout, state: duckdb.DuckDBPyConnection, run_id: int) -> None:
+    seeds = ensure_seeds(layout)
+    files: dict[str, list[str]] = {t: [str(seeds[t])] for t in TABLES}
+    for path, table in state.execute(
+        "select path, table_name from data_files where retired_run_id is null order by path"
+    ).fetchall():
+        files[table].append(str(layout.lake / path))
+    source_files = state.sql("select * from source_files").to_arrow_table()
+    ingest_runs = state.sql("select * from ingest_runs").to_arrow_table()
+
+    tmp = layout.db.with_name(f"{layout.db.name}.tmp-{os.getpid()}")
+    for leftover in (tmp, Path(f"{tmp}.wal")):
+        leftover.unlink(missing_ok=True)
+    con = connect(tmp)
+    try:
+        con.register("sf", source_files)
+        con.register("runs", ingest_runs)
+        con.execute("create table source_files as select * from sf")
+        con.execute("create table ingest_runs as select * from runs")
+        con.execute("comment on table source_files is 'one row per source file read: watermark, epoch and counts'")
+        con.execute("comment on table ingest_runs is 'one row per ingest run'")
+        for table in TABLES:
+            listed = ", ".join(_quote(f) for f in files[table])
+            con.execute(
+                f"create view raw_{table} as select * from read_parquet([{listed}], "
+                "hive_partitioning = true, union_by_name = true)"
+            )
+        for name in sql.VIEWS:
+            text = sql.read(name)
+            view = sql.view_name(name)
+            con.execute(f"create view {view} as {text}")
+            if g := sql.grain(text):
+                con.execute(f"comment on view {view} is {_quote(g)}")
+        con.execute("checkpoint")
+    finally:
+        con.close()
+    make_private(tmp)
+    os.replace(tmp, layout.db)
+    write_manifest(layout, run_id, files)
+
+
+def write_manifest(layout: Layout, run_id: int, files: dict[str, list[str]]) -> None:
+    body = json.dumps({"format": 1, "data_run_id": run_id, "files": files}, indent=1).encode()
+    tmp = layout.manifest.with_suffix(".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.write(fd, body)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, layout.manifest)
+
+
+def read_manifest(layout: Layout) -> dict | None:
+    try:
+        return json.loads(layout.manifest.read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
+
+
+def _quote(s: str) -> str:
+    return "'" + s.replace("'", "''") + "'"

@@ -1,0 +1,122 @@
+"""Copy what ingest will read out of a live store before reading it.
+
+The original is opened read-only without following symlinks, never locked, renamed or written,
+and read only up to the size it had when opened, so a file that grows meanwhile is picked up
+next run. Only the complete lines after the watermark are copied: the snapshot of an appended
+file is proportional to what is new.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+HEAD_LEN = 4096
+CHUNK = 1 << 20
+
+
+class NotRegularFile(OSError):
+    """Symlinks, FIFOs, devices and sockets are never read."""
+
+
+@dataclass(frozen=True, slots=True)
+class FileStat:
+    dev: int
+    inode: int
+    size: int
+    mtime_ns: int
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    path: Path          # the private copy
+    start: int          # byte offset in the original where the copy begins
+    end: int            # byte offset just past the last complete line copied
+    size: int           # size of the original when it was read
+    head_len: int
+    head_hash: str
+
+
+def stat_source(path: Path) -> FileStat:
+    st = os.stat(path, follow_symlinks=False)
+    if not stat.S_ISREG(st.st_mode):
+        raise NotRegularFile(f"{path}: not a regular file")
+    return FileStat(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _open_readonly(path: Path) -> int:
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise NotRegularFile(f"{path}: not a regular file")
+    return fd
+
+
+def head_hash(path: Path, length: int) -> str:
+    """Hash of the first `length` bytes: tells an appended file from a rewritten one."""
+    fd = _open_readonly(path)
+    try:
+        return _hash(os.pread(fd, length, 0)) if length else _hash(b"")
+    finally:
+        os.close(fd)
+
+
+def byte_at(path: Path, offset: int) -> bytes:
+    fd = _open_readonly(path)
+    try:
+        return os.pread(fd, 1, offset)
+    finally:
+        os.close(fd)
+
+
+def _is_json_object(data: bytes) -> bool:
+    text = data.strip()
+    if not text.startswith(b"{") or not text.endswith(b"}"):
+        return False
+    try:
+        return isinstance(json.loads(text), dict)
+    except (ValueError, RecursionError):
+        return False
+
+
+def _hash(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def snapshot_lines(path: Path, start: int, dest: Path) -> Snapshot:
+    """Copy [start, last newline) of `path` into `dest` (0600)."""
+    fd = _open_readonly(path)
+    try:
+        size = os.fstat(fd).st_size
+        end = start
+        out = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            pos = start
+            pending = bytearray()
+            while pos < size:
+                chunk = os.pread(fd, min(CHUNK, size - pos), pos)
+                if not chunk:
+                    break
+                pos += len(chunk)
+                pending += chunk
+                cut = pending.rfind(b"\n")
+                if cut >= 0:
+                    os.write(out, pending[: cut + 1])
+                    end += cut + 1
+                    del pending[: cut + 1]
+            size = pos
+            if pending and _is_json_object(bytes(pending)):
+                # a complete record that merely lacks its final newline: take it whole
+                os.write(out, bytes(pending) + b"\n")
+                end += len(pending)
+        finally:
+            os.close(out)
+        head_len = min(HEAD_LEN, end)
+        head = os.pread(fd, head_len, 0) if head_len else b""
+    finally:
+        os.close(fd)
+    return Snapshot(dest, start, end, size, head_len, _hash(head))

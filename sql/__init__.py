@@ -1,0 +1,65 @@
+"""SQL lives in .sql files so a reader finds every table, view and extraction in one place.
+
+Python only reads them by name and runs them in the order declared here: DuckDB binds a view
+when it is created, so the build order must be explicit.
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from importlib.resources import files
+
+#: Public and internal views, in build order (each file is one view named by its stem).
+VIEWS: tuple[str, ...] = (
+    "views/stg_records",
+    "views/stg_blocks",
+    "views/int_session_metadata",
+    "views/messages",
+    "views/tool_calls",
+    "views/sessions",
+    "views/quarantine",
+)
+
+#: Views a user is meant to query; the rest are layers beneath them.
+PUBLIC_VIEWS: tuple[str, ...] = ("sessions", "messages", "tool_calls", "quarantine")
+
+
+def read(name: str) -> str:
+    """Return the text of `sql/<name>.sql`."""
+    return files(__name__).joinpath(f"{name}.sql").read_text("utf-8")
+
+
+def view_name(name: str) -> str:
+    return name.rsplit("/", 1)[-1]
+
+
+def grain(sql_text: str) -> str:
+    """The first `-- grain:` comment of a view file, used as the view's comment."""
+    m = re.search(r"^--\s*grain:\s*(.+)$", sql_text, re.MULTILINE)
+    return m.group(1).strip() if m else ""
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    filename: str
+    text: str
+
+    @property
+    def checksum(self) -> str:
+        return hashlib.sha256(self.text.encode("utf-8")).hexdigest()
+
+
+def migrations() -> list[Migration]:
+    """Every `migrations/NNNN_*.sql`, ordered; duplicate numbers are a packaging error."""
+    found: dict[int, Migration] = {}
+    for entry in files(__name__).joinpath("migrations").iterdir():
+        m = re.match(r"^(\d{4})_[a-z0-9_]+\.sql$", entry.name)
+        if not m:
+            continue
+        version = int(m.group(1))
+        if version in found:
+            raise RuntimeError(f"two migrations claim number {version:04d}: renumber one")
+        found[version] = Migration(version, entry.name, entry.read_text("utf-8"))
+    return [found[v] for v in sorted(found)]

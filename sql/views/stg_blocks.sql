@@ -1,0 +1,18 @@
+-- grain: one row per content block of a current record (text, thinking, tool_use, tool_result, image…)
+with blocks as (
+    select * from raw_blocks
+),
+
+current_files as (
+    select file_id, epoch from source_files
+),
+
+final as (
+    select blocks.*
+    from blocks
+    join current_files
+        on current_files.file_id = blocks.file_id
+        and current_files.epoch = blocks.file_epoch
+)
+
+select * from final
