@@ -80,6 +80,14 @@ def ingest(
     wait_seconds: float = 30.0,
 ) -> Summary:
     """Ingest every (adapter, store root) pair into the warehouse at `layout`."""
+    old_umask = os.umask(0o077)  # whatever DuckDB or we create is private to the user
+    try:
+        return _ingest(layout, list(targets), on_plan, progress, wait_seconds)
+    finally:
+        os.umask(old_umask)
+
+
+def _ingest(layout, targets, on_plan, progress, wait_seconds) -> Summary:
     t0 = time.monotonic()
     layout.create()
     state = open_state(layout.state_db, wait_seconds=wait_seconds)

@@ -113,12 +113,13 @@ class BatchWriter:
             con.register("lines_all", lines_all)
             con.register("batch_files", self._files_table())
             con.execute(
-                "create or replace temp table lines as select * from lines_all "
-                "where json_valid(line) and json_type(line) = 'OBJECT'"
+                "create or replace temp table lines_checked as select *, "
+                "case when json_valid(line) then json_type(line) = 'OBJECT' else false end as is_object "
+                "from lines_all"
             )
+            con.execute("create or replace temp table lines as select * exclude (is_object) from lines_checked where is_object")
             invalid = con.execute(
-                "select file_id, line_no, byte_offset, line from lines_all "
-                "where not (json_valid(line) and json_type(line) = 'OBJECT')"
+                "select file_id, line_no, byte_offset, line from lines_checked where not is_object"
             ).fetchall()
             for file_id, line_no, offset, line in invalid:
                 reason, err = _json_error(line)
@@ -135,7 +136,7 @@ class BatchWriter:
             self._copy("records", "select * exclude (content) from records_batch", out, k)
             self._copy("blocks", "select * from blocks_batch", out, k)
             con.unregister("lines_all")
-            con.execute("drop table lines; drop table records_batch; drop table blocks_batch")
+            con.execute("drop table lines; drop table lines_checked; drop table records_batch; drop table blocks_batch")
         if self.bad:
             con.register("quarantine_batch", self._quarantine_table())
             for fid, n in con.execute("select file_id, count(*) from quarantine_batch group by 1").fetchall():

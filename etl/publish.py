@@ -85,7 +85,7 @@ def publish(layout: Layout, state: duckdb.DuckDBPyConnection, run_id: int) -> No
         for table in TABLES:
             listed = ", ".join(_quote(f) for f in files[table])
             con.execute(
-                f"create view raw_{table} as select * from read_parquet([{listed}], "
+                f"create view lake_{table} as select * from read_parquet([{listed}], "
                 "hive_partitioning = true, union_by_name = true)"
             )
         for name in sql.VIEWS:

@@ -10,7 +10,7 @@ with bad_lines as (
         q.error,
         q.raw_text,
         q.ingest_run_id
-    from raw_quarantine as q
+    from lake_quarantine as q
     join source_files as f
         on f.file_id = q.file_id
         and f.epoch = q.file_epoch

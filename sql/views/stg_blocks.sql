@@ -1,6 +1,6 @@
 -- grain: one row per content block of a current record (text, thinking, tool_use, tool_result, image…)
 with blocks as (
-    select * from raw_blocks
+    select * from lake_blocks
 ),
 
 current_files as (

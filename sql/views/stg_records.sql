@@ -2,7 +2,7 @@
 -- A rewritten source file gets a new epoch; rows of older epochs stay in Parquet (the archive
 -- never loses them) but only the current epoch is part of the live warehouse.
 with records as (
-    select * from raw_records
+    select * from lake_records
 ),
 
 current_files as (

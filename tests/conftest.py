@@ -1,0 +1,58 @@
+"""Every test runs with a throwaway HOME and warehouse: nothing touches the real home."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+PEER = REPO.parent / "shared" / "peer-fixtures"
+DEMO = REPO / "fixtures" / "claude_code" / "demo"
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(tmp_path, monkeypatch):
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_DATA_HOME", str(home / ".local" / "share"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    for var in ("CLAUDE_CONFIG_DIR", "CONVARCH_DB"):
+        monkeypatch.delenv(var, raising=False)
+    return home
+
+
+def tree_fingerprint(root: Path) -> dict[str, tuple]:
+    """Bytes, mtime, inode and mode of every file under root."""
+    out = {}
+    for dirpath, _dirs, names in os.walk(root):
+        for name in names:
+            p = Path(dirpath) / name
+            st = os.lstat(p)
+            digest = hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() and not p.is_symlink() else None
+            out[str(p.relative_to(root))] = (digest, st.st_mtime_ns, st.st_ino, st.st_mode, st.st_size)
+    return out
+
+
+def jsonl_objects(path: Path) -> list[dict]:
+    """An independent reading of a JSONL file: every line that parses as an object."""
+    objs = []
+    for raw in path.read_bytes().split(b"\n"):
+        if not raw.strip():
+            continue
+        try:
+            value = json.loads(raw)
+        except (ValueError, UnicodeDecodeError):
+            continue
+        if isinstance(value, dict):
+            objs.append(value)
+    return objs
+
+
+def write_jsonl(path: Path, records: list, *, trailing_newline: bool = True) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    body = "\n".join(r if isinstance(r, str) else json.dumps(r) for r in records)
+    path.write_text(body + ("\n" if trailing_newline else ""))

@@ -1,0 +1,59 @@
+"""Small builders for Claude Code records used across tests."""
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+from convarch import connect
+from convarch.adapters import claude_code
+from convarch.etl.ingest import Summary, ingest
+from convarch.etl.layout import Layout
+
+NS = uuid.UUID("0b6f1c8e-3d52-4c1a-9e0f-5a7b2c4d6e80")
+
+
+def uid(name: str) -> str:
+    return str(uuid.uuid5(NS, name))
+
+
+def user(name: str, parent: str | None, text: str, ts: str, sid: str = "s1") -> dict:
+    return {"type": "user", "uuid": uid(name), "parentUuid": uid(parent) if parent else None, "sessionId": sid,
+            "timestamp": ts, "cwd": "/work/app", "gitBranch": "main", "version": "2.1.80",
+            "isSidechain": False, "message": {"role": "user", "content": text}}
+
+
+def assistant(name: str, parent: str | None, text: str, ts: str, sid: str = "s1", tool: tuple | None = None) -> dict:
+    blocks = [{"type": "text", "text": text}] if text else []
+    if tool:
+        blocks.append({"type": "tool_use", "id": tool[0], "name": tool[1], "input": tool[2]})
+    return {"type": "assistant", "uuid": uid(name), "parentUuid": uid(parent) if parent else None, "sessionId": sid,
+            "timestamp": ts, "cwd": "/work/app", "isSidechain": False, "requestId": f"req_{name}",
+            "message": {"id": f"msg_{name}", "role": "assistant", "model": "claude-sonnet-4-5", "content": blocks,
+                        "usage": {"input_tokens": 10, "output_tokens": 5}}}
+
+
+def tool_result(name: str, parent: str, call_id: str, output: str, ts: str, sid: str = "s1", error: bool = False) -> dict:
+    return {"type": "user", "uuid": uid(name), "parentUuid": uid(parent), "sessionId": sid, "timestamp": ts,
+            "isSidechain": False,
+            "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call_id,
+                                                       "content": output, "is_error": error}]}}
+
+
+def run(db: Path, root: Path) -> Summary:
+    return ingest(Layout(db), [(claude_code, claude_code.resolve_root(root))])
+
+
+def scalar(db: Path, query: str, params=None):
+    con = connect(db)
+    try:
+        return con.execute(query, params or []).fetchone()[0]
+    finally:
+        con.close()
+
+
+def rows(db: Path, query: str, params=None) -> list[tuple]:
+    con = connect(db)
+    try:
+        return con.execute(query, params or []).fetchall()
+    finally:
+        con.close()

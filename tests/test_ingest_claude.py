@@ -1,0 +1,209 @@
+"""Claude Code stores ingest completely, exactly once, and without touching the source."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import DEMO, PEER, jsonl_objects, tree_fingerprint, write_jsonl
+from helpers import assistant, rows, run, scalar, tool_result, uid, user
+
+CLAUDE_SAMPLES = {
+    "daaain": PEER / "daaain__claude-code-log" / "test" / "test_data",
+    "jazzyalex": PEER / "jazzyalex__agent-sessions" / "Resources" / "Fixtures" / "stage0" / "agents" / "claude",
+    "gnomon": PEER / "xmartlabs__gnomon" / "tests" / "fixtures" / "claude",
+    "gnomon-window": PEER / "xmartlabs__gnomon" / "tests" / "fixtures" / "window-test" / "claude",
+    **{
+        f"portable-resume-{case.name}": case / "root"
+        for case in sorted((PEER / "portable-resume" / "claude").glob("s-cla-*"))
+    },
+}
+
+
+def expected_counts(root: Path) -> dict:
+    """Counts read independently of convarch, straight from the JSONL."""
+    files = sorted(root.rglob("*.jsonl")) if root.is_dir() else [root]
+    records = messages = bad = 0
+    calls: set[tuple[str, str]] = set()
+    for f in files:
+        objs = jsonl_objects(f)
+        records += len(objs)
+        lines = [ln for ln in f.read_bytes().split(b"\n") if ln.strip()]
+        bad += len(lines) - len(objs)
+        for o in objs:
+            if o.get("type") in ("user", "assistant", "system"):
+                messages += 1
+            content = (o.get("message") or {}).get("content") if isinstance(o.get("message"), dict) else None
+            if o.get("type") == "assistant" and isinstance(content, list):
+                for b in content:
+                    if isinstance(b, dict) and b.get("type") in ("tool_use", "server_tool_use") and b.get("id"):
+                        calls.add((str(f), b["id"]))
+    return {"files": len(files), "records": records, "messages": messages, "tool_calls": len(calls), "bad": bad}
+
+
+@pytest.mark.parametrize("name", sorted(CLAUDE_SAMPLES))
+def test_peer_sample_loads_completely(tmp_path, name):
+    root = CLAUDE_SAMPLES[name]
+    if not root.exists():
+        pytest.skip(f"{root} not present")
+    want = expected_counts(root)
+    before = tree_fingerprint(root)
+    db = tmp_path / "w.duckdb"
+    summary = run(db, root)
+    assert tree_fingerprint(root) == before, "the source store changed"
+    assert summary.files_scanned == want["files"]
+    assert summary.records_added == want["records"]
+    assert scalar(db, "select count(*) from stg_records") == want["records"]
+    assert scalar(db, "select count(*) from messages") == want["messages"]
+    assert scalar(db, "select count(*) from tool_calls") == want["tool_calls"]
+    assert scalar(db, "select count(*) from sessions") == want["files"]
+    bad_lines = scalar(db, "select count(*) from quarantine where reason <> 'truncated_tail'")
+    tails = scalar(db, "select count(*) from quarantine where reason = 'truncated_tail'")
+    assert bad_lines + tails == want["bad"]
+    # a second run finds nothing new
+    again = run(db, root)
+    assert (again.files_changed, again.records_added, again.quarantined) == (0, 0, 0)
+    assert scalar(db, "select count(*) from stg_records") == want["records"]
+
+
+def test_demo_store_sessions_and_subagent(tmp_path):
+    db = tmp_path / "w.duckdb"
+    run(db, DEMO)
+    got = rows(db, "select session_id, parent_session_id, title, cwd, git_branch, model, message_count "
+                   "from sessions order by session_id")
+    main_id = uid_main = next(p.stem for p in (DEMO / "projects").glob("*/*.jsonl"))
+    assert [r[0] for r in got] == [main_id, f"{uid_main}/agent-a1b2c3d4e5f6a7b8c"]
+    main, sub = got
+    assert main[1] is None and sub[1] == main_id
+    assert main[2] == "Cache the weather forecast"          # custom-title wins over the first prompt
+    assert main[3] == "/home/demo/weather-app" and main[4] == "feature/cache"
+    assert main[5] == "claude-sonnet-4-5" and sub[5] == "claude-haiku-4-5"
+    calls = rows(db, "select tool_name, is_error, output_text is not null from tool_calls "
+                     "where session_id = ? order by line_no", [main_id])
+    assert calls == [("Read", False, True), ("Edit", False, True), ("Bash", True, True), ("Task", False, True)]
+    kinds = rows(db, "select kind, count(*) from messages where session_id = ? group by 1 order by 1", [main_id])
+    assert dict(kinds) == {"prompt": 2, "response": 2, "thinking": 1, "tool_result": 4, "tool_use": 4}
+    ts_type = scalar(db, "select data_type from duckdb_columns() where table_name = 'messages' and column_name = 'timestamp'")
+    assert ts_type == "TIMESTAMP"
+
+
+def story(sid="s1"):
+    return [
+        user("u1", None, "Add retries to the client", "2026-05-01T10:00:00.000Z", sid),
+        assistant("a1", "u1", "Looking", "2026-05-01T10:00:01.000Z", sid, tool=("toolu_1", "Bash", {"command": "ls"})),
+        tool_result("r1", "a1", "toolu_1", "client.py", "2026-05-01T10:00:02.000Z", sid),
+        assistant("a2", "r1", "Done.", "2026-05-01T10:00:03.000Z", sid),
+    ]
+
+
+def make_store(tmp_path: Path, records, name="s1", **kw) -> tuple[Path, Path]:
+    root = tmp_path / "claude"
+    f = root / "projects" / "-work-app" / f"{name}.jsonl"
+    write_jsonl(f, records, **kw)
+    return root, f
+
+
+def test_append_adds_exactly_the_new_lines(tmp_path):
+    root, f = make_store(tmp_path, story())
+    db = tmp_path / "w.duckdb"
+    assert run(db, root).records_added == 4
+    with open(f, "a") as fh:
+        fh.write(json.dumps(user("u2", "a2", "Also log them", "2026-05-01T10:01:00.000Z")) + "\n")
+        fh.write(json.dumps(assistant("a3", "u2", "Logged.", "2026-05-01T10:01:01.000Z")) + "\n")
+    s = run(db, root)
+    assert (s.files_changed, s.records_added) == (1, 2)
+    got = rows(db, "select line_no, message_id from stg_records order by line_no")
+    assert [r[0] for r in got] == [1, 2, 3, 4, 5, 6]
+    assert got[4][1] == uid("u2") and len({r[1] for r in got}) == 6
+    offsets = rows(db, "select byte_offset, raw from stg_records order by line_no")
+    data = f.read_bytes()
+    for off, raw in offsets:
+        assert data[off:off + len(raw.encode())].decode() == raw
+
+
+def test_rewritten_file_replaces_its_rows(tmp_path):
+    root, f = make_store(tmp_path, story())
+    db = tmp_path / "w.duckdb"
+    run(db, root)
+    write_jsonl(f, story()[:2])                      # shorter, different content: a rewrite
+    s = run(db, root)
+    assert s.files_changed == 1
+    assert scalar(db, "select count(*) from stg_records") == 2
+    assert scalar(db, "select count(*) from messages") == 2
+    assert scalar(db, "select max(file_epoch) from lake_records") == 2
+
+
+def test_bad_lines_are_quarantined_and_the_rest_loads(tmp_path):
+    recs = story()
+    lines = [json.dumps(r) for r in recs]
+    root = tmp_path / "claude"
+    f = root / "projects" / "-work-app" / "s1.jsonl"
+    f.parent.mkdir(parents=True)
+    body = (lines[0] + "\n" + "this is not json\n" + lines[1] + "\n").encode()
+    body += b'{"type": "user", "message": {"content": "caf\xe9"}}\n'        # latin-1, not UTF-8
+    body += (lines[2] + "\n" + "[1, 2, 3]\n" + lines[3] + "\n").encode()
+    body += lines[3][: len(lines[3]) // 2].encode()                          # cut mid-write
+    f.write_bytes(body)
+    db = tmp_path / "w.duckdb"
+    s = run(db, root)
+    assert s.records_added == 4
+    got = rows(db, "select line_no, reason from quarantine order by line_no")
+    assert got == [(2, "invalid_json"), (4, "invalid_utf8"), (6, "not_object"), (8, "truncated_tail")]
+    raw = rows(db, "select raw_bytes from lake_quarantine where reason = 'invalid_utf8'")[0][0]
+    assert b"caf\xe9" in raw
+    # the agent finishes the line: it loads, and the pending tail leaves quarantine
+    with open(f, "ab") as fh:
+        fh.write(lines[3][len(lines[3]) // 2:].encode() + b"\n")
+    s = run(db, root)
+    assert s.records_added == 1
+    assert rows(db, "select reason from quarantine where reason = 'truncated_tail'") == []
+    assert scalar(db, "select count(*) from stg_records") == 5
+
+
+def test_last_line_without_newline_but_complete_is_read(tmp_path):
+    root, f = make_store(tmp_path, story(), trailing_newline=False)
+    db = tmp_path / "w.duckdb"
+    assert run(db, root).records_added == 4
+    with open(f, "a") as fh:
+        fh.write("\n" + json.dumps(user("u2", "a2", "more", "2026-05-01T10:01:00.000Z")) + "\n")
+    s = run(db, root)
+    assert (s.records_added, scalar(db, "select max(file_epoch) from stg_records")) == (1, 1)
+
+
+def test_source_tree_untouched_and_snapshots_cleaned(tmp_path):
+    shutil.copytree(DEMO, tmp_path / "store")
+    root = tmp_path / "store"
+    before = tree_fingerprint(root)
+    db = tmp_path / "w.duckdb"
+    run(db, root)
+    run(db, root)
+    assert tree_fingerprint(root) == before
+    assert list((tmp_path / "w.d" / "tmp").iterdir()) == []
+
+
+def test_symlinks_and_special_files_are_skipped_with_a_reason(tmp_path):
+    root, f = make_store(tmp_path, story())
+    outside = tmp_path / "secret.jsonl"
+    write_jsonl(outside, story("x"))
+    (f.parent / "link.jsonl").symlink_to(outside)
+    os.mkfifo(f.parent / "pipe.jsonl")
+    db = tmp_path / "w.duckdb"
+    s = run(db, root)
+    reasons = dict(s.skipped)
+    assert str(f.parent / "link.jsonl") in reasons and str(f.parent / "pipe.jsonl") in reasons
+    assert scalar(db, "select count(distinct source_file) from stg_records") == 1
+
+
+def test_warehouse_files_are_private(tmp_path):
+    root, _ = make_store(tmp_path, story())
+    db = tmp_path / "w" / "convarch.duckdb"
+    run(db, root)
+    assert oct(os.stat(db).st_mode & 0o777) == "0o600"
+    data = tmp_path / "w" / "convarch.d"
+    for dirpath, dirs, names in os.walk(data):
+        assert os.stat(dirpath).st_mode & 0o077 == 0, dirpath
+        for n in names:
+            assert os.stat(Path(dirpath) / n).st_mode & 0o077 == 0, n
