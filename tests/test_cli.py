@@ -1,0 +1,93 @@
+"""The command line: summaries, listings, read-only SQL, errors and exit codes."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+from click.testing import CliRunner
+
+from convarch.cli import cli
+from conftest import DEMO
+
+
+def invoke(*args, **kw):
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False, **kw)
+
+
+def test_ingest_json_summary_then_sessions_and_sql(tmp_path):
+    db = str(tmp_path / "w.duckdb")
+    r = invoke("--db", db, "ingest", "claude_code", "--root", str(DEMO), "--json")
+    assert r.exit_code == 0, r.output
+    summary = json.loads(r.output)
+    for key in ("files_scanned", "files_changed", "sessions", "records_added", "quarantined", "seconds"):
+        assert key in summary
+    assert summary["files_scanned"] == 2 and summary["sessions"] == 2 and summary["quarantined"] == 0
+    r = invoke("--db", db, "sessions", "--json")
+    listed = json.loads(r.output)
+    assert {s["source"] for s in listed} == {"claude_code"} and len(listed) == 2
+    assert all(isinstance(s["started_at"], str) for s in listed)
+    r = invoke("--db", db, "sessions", "--cwd", "/home/demo", "--json")
+    assert len(json.loads(r.output)) == 2
+    r = invoke("--db", db, "sessions", "--cwd", "/home/other", "--json")
+    assert json.loads(r.output) == []
+    r = invoke("--db", db, "sql", "select tool_name, is_error from tool_calls order by tool_name", "--csv")
+    assert r.output.splitlines()[0] == "tool_name,is_error"
+    assert "Bash,True" in r.output
+
+
+def test_root_accepts_config_dir_projects_dir_and_project_folder(tmp_path):
+    for i, root in enumerate([DEMO, DEMO / "projects", next((DEMO / "projects").iterdir())]):
+        db = str(tmp_path / f"w{i}.duckdb")
+        r = invoke("--db", db, "ingest", "claude", "--root", str(root), "--json")
+        assert json.loads(r.output)["records_added"] > 0, root
+
+
+def test_ingest_all_honours_home_and_claude_config_dir(tmp_path, isolated_home, monkeypatch):
+    shutil.copytree(DEMO, isolated_home / ".claude")
+    other = tmp_path / "elsewhere"
+    shutil.copytree(DEMO / "projects", other / "projects" )
+    db = str(tmp_path / "w.duckdb")
+    r = invoke("--db", db, "ingest", "--all", "--json")
+    assert json.loads(r.output)["files_scanned"] == 2
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(other))
+    r = invoke("--db", db, "ingest", "--all", "--json")
+    assert json.loads(r.output)["files_scanned"] == 4
+    r = invoke("sources", "--json")
+    src = {s["source"]: s for s in json.loads(r.output)}["claude_code"]
+    assert src["found"] and src["files"] == 4
+    assert [loc["found"] for loc in src["locations"]] == [True, True, False]
+
+
+def test_default_warehouse_location_follows_xdg(isolated_home):
+    r = invoke("ingest", "claude_code", "--root", str(DEMO), "--json")
+    assert r.exit_code == 0
+    db = isolated_home / ".local" / "share" / "convarch" / "convarch.duckdb"
+    assert db.exists()
+    assert os.stat(db.parent).st_mode & 0o777 == 0o700
+
+
+def test_sql_is_read_only_and_cannot_touch_files(tmp_path):
+    db = str(tmp_path / "w.duckdb")
+    invoke("--db", db, "ingest", "claude_code", "--root", str(DEMO))
+    secret = tmp_path / "secret.csv"
+    secret.write_text("a\n1\n")
+    for q in (f"select * from read_csv('{secret}')", f"copy (select 1) to '{tmp_path}/out.csv'",
+              f"attach '{tmp_path}/x.db'", "install fts", "create table t (a int)",
+              "set enable_external_access = true"):
+        r = CliRunner().invoke(cli, ["--db", db, "sql", q])
+        assert r.exit_code == 1, (q, r.output)
+        assert r.output.startswith("Error:") and "Traceback" not in r.output
+    assert not (tmp_path / "out.csv").exists() and not (tmp_path / "x.db").exists()
+
+
+def test_exit_codes(tmp_path):
+    db = str(tmp_path / "w.duckdb")
+    r = CliRunner().invoke(cli, ["--db", db, "ingest", "no-such-agent"])
+    assert r.exit_code == 2 and "unknown source" in r.output
+    r = CliRunner().invoke(cli, ["--db", db, "ingest"])
+    assert r.exit_code == 2
+    r = CliRunner().invoke(cli, ["--db", db, "sessions"])
+    assert r.exit_code == 1 and "no warehouse" in r.output
+    r = CliRunner().invoke(cli, ["--db", db, "ingest", "claude", "--root", str(tmp_path / "missing")])
+    assert r.exit_code == 2 and "does not exist" in r.output
