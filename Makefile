@@ -19,7 +19,7 @@ install-test: $(VENV)/bin/activate
 
 ## Ingest this machine's agent stores (or the bundled demo store) and list the sessions.
 run: install
-	@if $(CONVARCH) sources --json | $(PY) -c 'import json,sys; sys.exit(0 if any(s["found"] for s in json.load(sys.stdin)) else 1)'; then \
+	@if $(CONVARCH) sources --json | $(PY) -c 'import json,sys; sys.exit(0 if any(s["files"] > 0 for s in json.load(sys.stdin)) else 1)'; then \
 		$(CONVARCH) ingest --all && $(CONVARCH) sessions --limit 20; \
 	else \
 		echo "No agent store found on this machine; ingesting the demo store into $(DEMO_DB)." >&2; \

@@ -8,7 +8,7 @@ An adapter is a module with these names:
 - ``ENV_VARS``: the agent's own home overrides, shown by ``convarch sources``.
 - ``default_roots(env, home)``: where the agent keeps its store, in preference order.
 - ``resolve_root(path)``: turn what a user passes to ``--root`` into the store folder.
-- ``discover(root)``: list the store's files with stat-free classification; never parse.
+- ``discover(root)``: list the store's files, classified by path only; never parse.
 - ``EXTRACT``: for line-oriented stores, the names of the SQL files (under ``sql/extract``)
   that turn a snapshot's lines into normalized ``records`` and ``blocks``.
 """
@@ -29,6 +29,9 @@ class SourceFile:
     root: Path
     session_hint: str | None = None
     parent_session_hint: str | None = None
+    #: "jsonl": append-only, one record per line, read from its watermark;
+    #: "json": one small document, read whole as a single record whenever it changes.
+    container: str = "jsonl"
 
 
 @dataclass(frozen=True, slots=True)

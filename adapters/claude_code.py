@@ -9,7 +9,8 @@ Layout handled:
   ``sessionId`` values, so the field is not a key).
 - ``projects/<slug>/<session>/subagents/agent-<id>.jsonl`` (2.x, with ``.meta.json`` beside it)
   and ``…/subagents/workflows/<run>/agent-<id>.jsonl``: a subagent session
-  ``<session>/agent-<id>`` whose parent is ``<session>``.
+  ``<session>/agent-<id>`` whose parent is ``<session>``; its ``.meta.json`` (agent type,
+  description) is read as one metadata record of that session.
 - ``projects/<slug>/agent-<id>.jsonl`` (2.0.x flat layout): a subagent whose parent is only
   known from its records' ``sessionId``; the extraction SQL fills it in.
 
@@ -67,6 +68,11 @@ def discover(root: Path) -> Iterator[SourceFile]:
         for name in sorted(filenames):
             if name.endswith(".jsonl"):
                 yield _classify(Path(dirpath) / name, root)
+            elif name.startswith("agent-") and name.endswith(".meta.json"):
+                meta = _classify(Path(dirpath) / name[: -len(".meta.json")], root)
+                if meta.parent_session_hint:
+                    yield SourceFile(NAME, Path(dirpath) / name, root, meta.session_hint,
+                                     meta.parent_session_hint, container="json")
 
 
 def _classify(path: Path, root: Path) -> SourceFile:

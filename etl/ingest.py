@@ -200,6 +200,8 @@ def _classify(sf: SourceFile, st: snap.FileStat, prev: dict | None) -> Planned:
         return Planned(sf, st, None, "new", 0)
     if (st.inode, st.size, st.mtime_ns) == (prev["inode"], prev["size"], prev["mtime_ns"]) and not prev["gone"]:
         return Planned(sf, st, prev, "unchanged", prev["offset"])
+    if sf.container == "json":
+        return Planned(sf, st, prev, "rewrite", 0)
     offset = prev["offset"]
     same_head = st.size >= offset and snap.head_hash(sf.path, prev["head_len"]) == prev["head_hash"]
     if same_head and (offset == 0 or snap.byte_at(sf.path, offset - 1) in (b"\n", b"}")):
@@ -255,7 +257,10 @@ def _read_file(p: Planned, state, writer: BatchWriter, snapdir: Path, run_id: in
         lines_read = 0 if p.action == "rewrite" else prev["lines_read"]
     dest = snapdir / f"{file_id}.jsonl"
     try:
-        s = snap.snapshot_lines(p.file.path, p.start, dest)
+        if p.file.container == "json":
+            s = snap.snapshot_document(p.file.path, dest)
+        else:
+            s = snap.snapshot_lines(p.file.path, p.start, dest)
     except (OSError, snap.NotRegularFile) as exc:
         summary.files_skipped += 1
         summary.skipped.append((str(p.file.path), _reason(exc)))
@@ -269,7 +274,7 @@ def _read_file(p: Planned, state, writer: BatchWriter, snapdir: Path, run_id: in
         session_hint=p.file.session_hint,
         parent_session_hint=p.file.parent_session_hint,
     )
-    for batch in split_snapshot(dest, file_id, s.start, lines_read + 1):
+    for batch in split_snapshot(dest, file_id, s.start, lines_read + 1, keep_offsets=p.file.container == "jsonl"):
         writer.add(ctx, batch.table, batch.bad, batch.nbytes)
         lines_read += batch.lines
         if writer.pending_bytes >= FLUSH_BYTES:

@@ -37,7 +37,9 @@ class LineBatch:
     nbytes: int = 0
 
 
-def split_snapshot(path: Path, file_id: int, start_offset: int, first_line_no: int) -> Iterator[LineBatch]:
+def split_snapshot(
+    path: Path, file_id: int, start_offset: int, first_line_no: int, *, keep_offsets: bool = True
+) -> Iterator[LineBatch]:
     """Yield batches of complete lines from a snapshot that begins at `start_offset` of the
     original and whose first line is physical line `first_line_no`."""
     line_no = first_line_no
@@ -55,6 +57,8 @@ def split_snapshot(path: Path, file_id: int, start_offset: int, first_line_no: i
                 continue
             body, carry = data[: cut + 1], data[cut + 1 :]
             batch, line_no, offset = _split(body, file_id, line_no, offset)
+            if not keep_offsets:      # a compacted document: its bytes are not the original's
+                batch.nbytes = len(body)
             yield batch
             if not chunk:
                 return

@@ -73,6 +73,32 @@ def byte_at(path: Path, offset: int) -> bytes:
         os.close(fd)
 
 
+def snapshot_document(path: Path, dest: Path, limit: int = 64 << 20) -> Snapshot:
+    """Copy a whole JSON document as one line (compacted), so it loads as a single record.
+
+    A document that does not parse is copied with its newlines blanked; it then fails to parse
+    again downstream and is quarantined with its bytes.
+    """
+    fd = _open_readonly(path)
+    try:
+        size = os.fstat(fd).st_size
+        data = os.pread(fd, min(size, limit), 0)
+    finally:
+        os.close(fd)
+    try:
+        value = json.loads(data)
+        line = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    except (ValueError, RecursionError):
+        line = data.replace(b"\r", b" ").replace(b"\n", b" ")
+    out = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        os.write(out, line + b"\n")
+    finally:
+        os.close(out)
+    head_len = min(HEAD_LEN, len(data))
+    return Snapshot(dest, 0, len(data), len(data), head_len, _hash(data[:head_len]))
+
+
 def _is_json_object(data: bytes) -> bool:
     text = data.strip()
     if not text.startswith(b"{") or not text.endswith(b"}"):

@@ -22,7 +22,7 @@ def test_ingest_json_summary_then_sessions_and_sql(tmp_path):
     summary = json.loads(r.output)
     for key in ("files_scanned", "files_changed", "sessions", "records_added", "quarantined", "seconds"):
         assert key in summary
-    assert summary["files_scanned"] == 2 and summary["sessions"] == 2 and summary["quarantined"] == 0
+    assert summary["files_scanned"] == 3 and summary["sessions"] == 2 and summary["quarantined"] == 0
     r = invoke("--db", db, "sessions", "--json")
     listed = json.loads(r.output)
     assert {s["source"] for s in listed} == {"claude_code"} and len(listed) == 2
@@ -49,13 +49,13 @@ def test_ingest_all_honours_home_and_claude_config_dir(tmp_path, isolated_home, 
     shutil.copytree(DEMO / "projects", other / "projects" )
     db = str(tmp_path / "w.duckdb")
     r = invoke("--db", db, "ingest", "--all", "--json")
-    assert json.loads(r.output)["files_scanned"] == 2
+    assert json.loads(r.output)["files_scanned"] == 3
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(other))
     r = invoke("--db", db, "ingest", "--all", "--json")
-    assert json.loads(r.output)["files_scanned"] == 4
+    assert json.loads(r.output)["files_scanned"] == 6
     r = invoke("sources", "--json")
     src = {s["source"]: s for s in json.loads(r.output)}["claude_code"]
-    assert src["found"] and src["files"] == 4
+    assert src["found"] and src["files"] == 6
     assert [loc["found"] for loc in src["locations"]] == [True, True, False]
 
 

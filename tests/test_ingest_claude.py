@@ -26,7 +26,8 @@ CLAUDE_SAMPLES = {
 def expected_counts(root: Path) -> dict:
     """Counts read independently of convarch, straight from the JSONL."""
     files = sorted(root.rglob("*.jsonl")) if root.is_dir() else [root]
-    records = messages = bad = 0
+    metas = [m for m in root.rglob("agent-*.meta.json") if m.parent.name == "subagents"] if root.is_dir() else []
+    records, messages, bad = len(metas), 0, 0
     calls: set[tuple[str, str]] = set()
     for f in files:
         objs = jsonl_objects(f)
@@ -41,7 +42,7 @@ def expected_counts(root: Path) -> dict:
                 for b in content:
                     if isinstance(b, dict) and b.get("type") in ("tool_use", "server_tool_use") and b.get("id"):
                         calls.add((str(f), b["id"]))
-    return {"files": len(files), "records": records, "messages": messages, "tool_calls": len(calls), "bad": bad}
+    return {"files": len(files) + len(metas), "sessions": len(files), "records": records, "messages": messages, "tool_calls": len(calls), "bad": bad}
 
 
 @pytest.mark.parametrize("name", sorted(CLAUDE_SAMPLES))
@@ -59,7 +60,7 @@ def test_peer_sample_loads_completely(tmp_path, name):
     assert scalar(db, "select count(*) from stg_records") == want["records"]
     assert scalar(db, "select count(*) from messages") == want["messages"]
     assert scalar(db, "select count(*) from tool_calls") == want["tool_calls"]
-    assert scalar(db, "select count(*) from sessions") == want["files"]
+    assert scalar(db, "select count(*) from sessions") == want["sessions"]
     bad_lines = scalar(db, "select count(*) from quarantine where reason <> 'truncated_tail'")
     tails = scalar(db, "select count(*) from quarantine where reason = 'truncated_tail'")
     assert bad_lines + tails == want["bad"]
@@ -81,6 +82,7 @@ def test_demo_store_sessions_and_subagent(tmp_path):
     assert main[2] == "Cache the weather forecast"          # custom-title wins over the first prompt
     assert main[3] == "/home/demo/weather-app" and main[4] == "feature/cache"
     assert main[5] == "claude-sonnet-4-5" and sub[5] == "claude-haiku-4-5"
+    assert sub[2] == "Find cache helpers"                  # the subagent's .meta.json description
     calls = rows(db, "select tool_name, is_error, output_text is not null from tool_calls "
                      "where session_id = ? order by line_no", [main_id])
     assert calls == [("Read", False, True), ("Edit", False, True), ("Bash", True, True), ("Task", False, True)]

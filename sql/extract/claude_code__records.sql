@@ -48,7 +48,11 @@ typed as (
         b.line_no,
         b.byte_offset,
         f.run_id as ingest_run_id,
-        coalesce(j.type, 'unknown') as record_type,
+        case
+            when j.type is not null then j.type
+            when f.file_stem like 'agent-%.meta' then 'agent-meta'
+            else 'unknown'
+        end as record_type,
         j.subtype,
         j.uuid as message_id,
         j.parentUuid as parent_id,
@@ -106,7 +110,7 @@ classified as (
             when record_type = 'system' then 'system'
             when record_type in ('summary', 'custom-title', 'ai-title', 'agent-name', 'tag',
                                  'mode', 'pr-link', 'worktree-state', 'last-prompt',
-                                 'agent-color', 'agent-setting', 'task-summary')
+                                 'agent-color', 'agent-setting', 'task-summary', 'agent-meta')
                 then 'metadata'
             when record_type in ('attachment', 'progress', 'file-history-snapshot',
                                  'queue-operation', 'content-replacement',

@@ -24,7 +24,9 @@ last_values as (
         arg_max(j ->> 'mode', (file_id, line_no)) filter (record_type = 'mode') as mode,
         arg_max(j ->> 'prUrl', (file_id, line_no)) filter (record_type = 'pr-link') as pr_url,
         arg_max(j -> 'worktreeSession', (file_id, line_no)) filter (record_type = 'worktree-state') as worktree_state,
-        arg_max(j ->> 'lastPrompt', (file_id, line_no)) filter (record_type = 'last-prompt') as last_prompt
+        arg_max(j ->> 'lastPrompt', (file_id, line_no)) filter (record_type = 'last-prompt') as last_prompt,
+        arg_max(j ->> 'agentType', (file_id, line_no)) filter (record_type = 'agent-meta') as agent_type,
+        arg_max(j ->> 'description', (file_id, line_no)) filter (record_type = 'agent-meta') as agent_description
     from metadata
     group by source, session_id
 ),
@@ -41,7 +43,9 @@ final as (
         mode,
         pr_url,
         worktree_state,
-        last_prompt
+        last_prompt,
+        agent_type,
+        nullif(agent_description, '') as agent_description
     from last_values
 )
 

@@ -46,6 +46,7 @@ final as (
             metadata.custom_title,
             metadata.ai_title,
             metadata.summary,
+            metadata.agent_description,
             left(regexp_replace(trim(facts.first_prompt), '\s+', ' ', 'g'), 100)
         ) as title,
         facts.cwd,
@@ -58,7 +59,8 @@ final as (
         facts.agent_version,
         facts.record_count,
         metadata.tag,
-        metadata.agent_name
+        metadata.agent_name,
+        metadata.agent_type
     from facts
     left join metadata using (source, session_id)
     left join message_counts using (source, session_id)
