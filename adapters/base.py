@@ -29,8 +29,13 @@ class SourceFile:
     root: Path
     session_hint: str | None = None
     parent_session_hint: str | None = None
+    #: How the file is snapshotted and turned into lines of JSON for the extraction SQL:
     #: "jsonl": append-only, one record per line, read from its watermark;
-    #: "json": one small document, read whole as a single record whenever it changes.
+    #: "json": one document, read whole whenever it changes (one record, or the lines the
+    #:         adapter's ``to_lines`` makes of it);
+    #: "jsonl.zst": zstd-compressed JSONL, decompressed whole whenever it changes;
+    #: "sqlite": a SQLite database (with its -wal/-journal), copied as a verified family
+    #:           and turned into lines by the adapter's ``to_lines``.
     container: str = "jsonl"
 
 
@@ -53,6 +58,10 @@ class Adapter(Protocol):
     def resolve_root(self, path: Path) -> Path: ...
 
     def discover(self, root: Path) -> Iterator[SourceFile]: ...
+
+    # Optional, for containers other than "jsonl": turn the private copy of a file into JSON
+    # lines (bytes, no newline), one per record, in a stable order.
+    # def to_lines(self, copy: Path, file: SourceFile) -> Iterator[bytes]: ...
 
 
 class RootError(ValueError):

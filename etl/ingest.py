@@ -175,7 +175,7 @@ def _plan(targets, known, summary: Summary) -> tuple[list[Planned], list[int]]:
             seen.add(key)
             summary.files_scanned += 1
             try:
-                st = snap.stat_source(sf.path)
+                st = snap.stat_family(sf.path) if sf.container == "sqlite" else snap.stat_source(sf.path)
                 plans.append(_classify(sf, st, known.get(key)))
             except (OSError, snap.NotRegularFile) as exc:
                 summary.files_skipped += 1
@@ -200,7 +200,7 @@ def _classify(sf: SourceFile, st: snap.FileStat, prev: dict | None) -> Planned:
         return Planned(sf, st, None, "new", 0)
     if (st.inode, st.size, st.mtime_ns) == (prev["inode"], prev["size"], prev["mtime_ns"]) and not prev["gone"]:
         return Planned(sf, st, prev, "unchanged", prev["offset"])
-    if sf.container == "json":
+    if sf.container != "jsonl":
         return Planned(sf, st, prev, "rewrite", 0)
     offset = prev["offset"]
     same_head = st.size >= offset and snap.head_hash(sf.path, prev["head_len"]) == prev["head_hash"]
@@ -257,10 +257,10 @@ def _read_file(p: Planned, state, writer: BatchWriter, snapdir: Path, run_id: in
         lines_read = 0 if p.action == "rewrite" else prev["lines_read"]
     dest = snapdir / f"{file_id}.jsonl"
     try:
-        if p.file.container == "json":
-            s = snap.snapshot_document(p.file.path, dest)
-        else:
+        if p.file.container == "jsonl":
             s = snap.snapshot_lines(p.file.path, p.start, dest)
+        else:
+            s = _snapshot_whole(p, dest, snapdir / f"{file_id}.copy")
     except (OSError, snap.NotRegularFile) as exc:
         summary.files_skipped += 1
         summary.skipped.append((str(p.file.path), _reason(exc)))
@@ -296,6 +296,61 @@ def _read_file(p: Planned, state, writer: BatchWriter, snapdir: Path, run_id: in
         "session_hint": p.file.session_hint,
         "parent_session_hint": p.file.parent_session_hint,
     }
+
+
+def _snapshot_whole(p: Planned, dest: Path, workdir: Path) -> snap.Snapshot:
+    """Copy a non-line container privately and write the JSON lines the adapter makes of it.
+
+    A container the adapter cannot read (a corrupt zstd frame, a file that is not SQLite, a
+    document that is not JSON) becomes one quarantined line carrying the reason.
+    """
+    from convarch import adapters
+
+    adapter = adapters.get(p.file.source)
+    to_lines = getattr(adapter, "to_lines", None)
+    if p.file.container == "json" and to_lines is None:
+        return snap.snapshot_document(p.file.path, dest)
+    workdir.mkdir(mode=0o700)
+    try:
+        if p.file.container == "sqlite":
+            copy = snap.snapshot_sqlite(p.file.path, workdir)
+            size = sum(f.stat().st_size for f in workdir.iterdir())
+        else:
+            copy = workdir / p.file.path.name
+            size = snap.copy_whole(p.file.path, copy)
+        count = 0
+        with open(dest, "wb") as out:
+            try:
+                lines = to_lines(copy, p.file) if to_lines else _default_lines(p.file.container, copy)
+                for line in lines:
+                    out.write(line.replace(b"\n", b" ") + b"\n")
+                    count += 1
+            except Exception as exc:  # noqa: BLE001 - any failure to read becomes a quarantined line
+                out.write(_unreadable_line(p, exc) + b"\n")
+        os.chmod(dest, 0o600)
+        return snap.Snapshot(dest, 0, size, size, 0, "")
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _default_lines(container: str, copy: Path):
+    if container == "jsonl.zst":
+        import io
+
+        import zstandard
+
+        with open(copy, "rb") as fh, zstandard.ZstdDecompressor().stream_reader(fh) as reader:
+            for line in io.BufferedReader(reader):
+                if line.strip():
+                    yield line.rstrip(b"\r\n")
+        return
+    raise ValueError(f"no reader for container {container!r}")
+
+
+def _unreadable_line(p: Planned, exc: Exception) -> bytes:
+    """A line that cannot parse as JSON, so the whole unreadable container is quarantined
+    once, with the reason in its text."""
+    return f"unreadable {p.file.container} container: {type(exc).__name__}: {exc}".encode()
 
 
 def _move_into_lake(layout: Layout, staging: Path, written: list[Written]) -> None:

@@ -212,6 +212,8 @@ class BatchWriter:
 
 def _json_error(line: str) -> tuple[str, str]:
     """Name why a line is not a JSON object; the standard parser gives a precise position."""
+    if line.startswith("unreadable ") and " container: " in line:
+        return "unreadable_container", line
     try:
         value = json.loads(line)
     except (json.JSONDecodeError, RecursionError) as exc:

@@ -146,3 +146,76 @@ def snapshot_lines(path: Path, start: int, dest: Path) -> Snapshot:
     finally:
         os.close(fd)
     return Snapshot(dest, start, end, size, head_len, _hash(head))
+
+
+SQLITE_SIDECARS = ("-wal", "-journal")
+
+
+def stat_family(path: Path) -> FileStat:
+    """The stat of a SQLite database and its sidecars folded into one: a commit that only
+    reached the -wal still counts as a change."""
+    main = stat_source(path)
+    size, mtime = main.size, main.mtime_ns
+    for suffix in SQLITE_SIDECARS:
+        try:
+            st = os.stat(f"{path}{suffix}", follow_symlinks=False)
+        except FileNotFoundError:
+            continue
+        if stat.S_ISREG(st.st_mode):
+            size += st.st_size
+            mtime = max(mtime, st.st_mtime_ns)
+    return FileStat(main.dev, main.inode, size, mtime)
+
+
+def _copy_file(src: str, dst: Path) -> None:
+    fd = _open_readonly(Path(src))
+    try:
+        out = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            while chunk := os.read(fd, CHUNK):
+                os.write(out, chunk)
+        finally:
+            os.close(out)
+    finally:
+        os.close(fd)
+
+
+def snapshot_sqlite(path: Path, dest_dir: Path, attempts: int = 5) -> Path:
+    """Copy a SQLite database with its -wal and -journal into `dest_dir` and return the copy.
+
+    The live store is only ever read: no SQLite connection is opened on it (even a read-only
+    one may create a -shm file or take a lock a writer would see). The family is copied and
+    the copy accepted only if no file of it changed while it was copied, so a writer that
+    commits or checkpoints meanwhile costs a retry, never a torn snapshot. SQLite itself then
+    replays the copied -wal or rolls back the copied hot journal when the copy is opened.
+    """
+    for _ in range(attempts):
+        before = _family_stats(path)
+        dest = dest_dir / path.name
+        for suffix in ("",) + SQLITE_SIDECARS:
+            target = Path(f"{dest}{suffix}")
+            target.unlink(missing_ok=True)
+            if f"{path}{suffix}" in before:
+                _copy_file(f"{path}{suffix}", target)
+        if _family_stats(path) == before:
+            return dest
+    raise OSError(f"{path}: kept changing while it was copied ({attempts} attempts); try again")
+
+
+def _family_stats(path: Path) -> dict[str, tuple[int, int, int]]:
+    out = {}
+    for suffix in ("",) + SQLITE_SIDECARS:
+        p = f"{path}{suffix}"
+        try:
+            st = os.stat(p, follow_symlinks=False)
+        except FileNotFoundError:
+            continue
+        if suffix == "" or stat.S_ISREG(st.st_mode):
+            out[p] = (st.st_ino, st.st_size, st.st_mtime_ns)
+    return out
+
+
+def copy_whole(path: Path, dest: Path) -> int:
+    """A private copy of one file; returns its size."""
+    _copy_file(str(path), dest)
+    return dest.stat().st_size

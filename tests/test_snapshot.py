@@ -1,0 +1,57 @@
+"""Snapshots copy only what is safe to read and never disturb the original."""
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+
+from convarch.etl import snapshot as snap
+from conftest import tree_fingerprint
+
+
+def test_lines_snapshot_stops_at_last_complete_line(tmp_path):
+    src = tmp_path / "a.jsonl"
+    src.write_bytes(b'{"a":1}\n{"b":2}\n{"c":')
+    s = snap.snapshot_lines(src, 0, tmp_path / "copy")
+    assert (s.end, s.size) == (16, 21)
+    assert (tmp_path / "copy").read_bytes() == b'{"a":1}\n{"b":2}\n'
+    s2 = snap.snapshot_lines(src, 8, tmp_path / "copy2")
+    assert (tmp_path / "copy2").read_bytes() == b'{"b":2}\n'
+    assert oct(os.stat(tmp_path / "copy").st_mode & 0o777) == "0o600"
+
+
+def test_sqlite_family_copy_sees_wal_commits_and_leaves_source_alone(tmp_path):
+    store = tmp_path / "store"
+    store.mkdir()
+    db = store / "sessions.db"
+    # a writer in another process keeps the database open in WAL mode with rows only in the -wal
+    writer = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sqlite3, sys;"
+         f"c = sqlite3.connect({str(db)!r}, isolation_level=None);"
+         "c.execute('pragma journal_mode=wal'); c.execute('pragma wal_autocheckpoint=0');"
+         "c.execute('create table t (i integer)');"
+         "[c.execute('insert into t values (?)', (i,)) for i in range(500)];"
+         "print('ready', flush=True); sys.stdin.readline();"
+         "c.execute('insert into t values (999)'); print('wrote', flush=True); sys.stdin.readline()"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert writer.stdout.readline().strip() == "ready"
+        assert (store / "sessions.db-wal").exists()
+        before = tree_fingerprint(store)
+        out = tmp_path / "snap"
+        out.mkdir()
+        copy = snap.snapshot_sqlite(db, out)
+        assert tree_fingerprint(store) == before           # nothing created, nothing changed
+        con = sqlite3.connect(f"file:{copy}?mode=ro", uri=True)
+        assert con.execute("select count(*) from t").fetchone()[0] == 500
+        con.close()
+        fingerprint = snap.stat_family(db)
+        writer.stdin.write("\n")
+        writer.stdin.flush()
+        assert writer.stdout.readline().strip() == "wrote"   # the writer was never blocked
+        assert snap.stat_family(db) != fingerprint            # a WAL-only commit is a change
+    finally:
+        writer.kill()
+        writer.wait()
