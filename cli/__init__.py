@@ -60,6 +60,7 @@ def cli(ctx: click.Context, db: Path | None, debug: bool) -> None:
     ctx.obj = Context(str(db) if db else None, debug)
 
 
+from convarch.cli import handoff as _handoff  # noqa: E402
 from convarch.cli import ingest as _ingest  # noqa: E402
 from convarch.cli import query as _query  # noqa: E402
 from convarch.cli import sessions as _sessions  # noqa: E402
@@ -69,6 +70,7 @@ cli.add_command(_ingest.ingest)
 cli.add_command(_sources.sources)
 cli.add_command(_sessions.sessions)
 cli.add_command(_query.sql_command)
+cli.add_command(_handoff.handoff)
 
 
 def main() -> None:
