@@ -12,6 +12,7 @@ from importlib.resources import files
 
 #: Public and internal views, in build order (each file is one view named by its stem).
 VIEWS: tuple[str, ...] = (
+    "views/int_current_files",
     "views/stg_records",
     "views/stg_blocks",
     "views/int_session_metadata",
@@ -19,10 +20,31 @@ VIEWS: tuple[str, ...] = (
     "views/tool_calls",
     "views/sessions",
     "views/quarantine",
+    "views/search_docs",
+    "views/search_postings",
+    "views/int_chain_nodes",
+    "views/int_chain_relinked",
+    "views/int_chain_leaves",
+    "views/branches",
+    "views/int_chain_paths",
+    "views/chain_messages",
+    "views/resume_messages",
+    "views/session_state",
+    "views/chain_issues",
 )
 
 #: Views a user is meant to query; the rest are layers beneath them.
-PUBLIC_VIEWS: tuple[str, ...] = ("sessions", "messages", "tool_calls", "quarantine")
+PUBLIC_VIEWS: tuple[str, ...] = (
+    "sessions",
+    "messages",
+    "tool_calls",
+    "quarantine",
+    "branches",
+    "chain_messages",
+    "resume_messages",
+    "session_state",
+    "chain_issues",
+)
 
 
 def read(name: str) -> str:

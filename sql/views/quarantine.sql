@@ -11,7 +11,7 @@ with bad_lines as (
         q.raw_text,
         q.ingest_run_id
     from lake_quarantine as q
-    join source_files as f
+    join int_current_files as f
         on f.file_id = q.file_id
         and f.epoch = q.file_epoch
 ),

@@ -4,7 +4,7 @@ with blocks as (
 ),
 
 current_files as (
-    select file_id, epoch from source_files
+    select file_id, epoch from int_current_files
 ),
 
 final as (

@@ -6,7 +6,7 @@ with records as (
 ),
 
 current_files as (
-    select file_id, epoch from source_files
+    select file_id, epoch from int_current_files
 ),
 
 final as (

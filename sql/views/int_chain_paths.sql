@@ -1,0 +1,257 @@
+-- grain: one row per message on the default branch of a Claude Code session file, once per walk: graph = 'full' (the whole logical history, across compact boundaries) or 'resume' (what Claude Code reloads), ordered by position, with the node's columns
+--
+-- Both walks start at the default leaf (int_chain_leaves.is_default_leaf) and follow one
+-- parent per step (claude-chain.md §3.6), capped at the file's node count + 1 and cut at the
+-- first revisited node, so a parent cycle always terminates.
+--   full:   the Map's parents (progress bridged, no relink, nothing deleted); a compact
+--           boundary whose parent is null continues from its logicalParentUuid.
+--   resume: the parents left by the compact and snip steps; a null parent ends the walk.
+-- Then orphaned parallel tool calls are recovered (§3.7): for each API message id on the
+-- chain, its assistant entries off the chain and the tool results answering any of them are
+-- spliced in right after the group's last on-chain entry, siblings first, each part ordered
+-- by the timestamp string with map order breaking ties. Their own descendants are not followed.
+with recursive
+
+nodes as materialized (
+    select * from int_chain_leaves
+),
+
+edges as materialized (
+    select
+        'full' as graph,
+        file_id,
+        node,
+        coalesce(
+            parent_node,
+            case when is_compact_boundary and parent_id is null then logical_parent_node end
+        ) as walk_parent_node,
+        parent_node as map_parent_node,
+        file_node_count as node_count
+    from nodes
+
+    union all
+
+    select
+        'resume' as graph,
+        file_id,
+        node,
+        resume_parent_node as walk_parent_node,
+        resume_parent_node as map_parent_node,
+        resume_node_count as node_count
+    from nodes
+    where in_resume_map
+),
+
+default_leaves as (
+    select file_id, node as leaf_node, session_id
+    from nodes
+    where is_default_leaf
+),
+
+walk(graph, file_id, node, parent_node, depth, node_count) as (
+    select edges.graph, edges.file_id, edges.node, edges.walk_parent_node, 1, edges.node_count
+    from default_leaves
+    join edges
+        on edges.file_id = default_leaves.file_id
+        and edges.node = default_leaves.leaf_node
+
+    union all
+
+    select
+        walk.graph,
+        walk.file_id,
+        edges.node,
+        edges.walk_parent_node,
+        walk.depth + 1,
+        walk.node_count
+    from walk
+    join edges
+        on edges.graph = walk.graph
+        and edges.file_id = walk.file_id
+        and edges.node = walk.parent_node
+    where walk.depth <= walk.node_count
+),
+
+walk_lengths as (
+    select graph, file_id, max(depth) as max_depth, any_value(node_count) as node_count
+    from walk
+    group by graph, file_id
+),
+
+-- a simple path has at most node_count nodes, so only a walk that went further revisited one;
+-- it is cut at its first revisit
+cut_points as (
+    select graph, file_id, min(depth) as cut_depth
+    from (
+        select
+            walk.*,
+            min(walk.depth) over (partition by walk.graph, walk.file_id, walk.node) as first_depth
+        from walk
+        semi join walk_lengths
+            on walk_lengths.graph = walk.graph
+            and walk_lengths.file_id = walk.file_id
+            and walk_lengths.max_depth > walk_lengths.node_count
+    ) as cyclic_walks
+    where depth > first_depth
+    group by graph, file_id
+),
+
+chain as materialized (
+    select
+        walk.graph,
+        walk.file_id,
+        walk.node,
+        coalesce(cut_points.cut_depth - 1, walk_lengths.max_depth) - walk.depth + 1 as idx,
+        cut_points.cut_depth is not null as is_cycle_cut
+    from walk
+    join walk_lengths
+        on walk_lengths.graph = walk.graph
+        and walk_lengths.file_id = walk.file_id
+    left join cut_points
+        on cut_points.graph = walk.graph
+        and cut_points.file_id = walk.file_id
+    where cut_points.cut_depth is null
+        or walk.depth < cut_points.cut_depth
+),
+
+map_entries as materialized (
+    select
+        edges.graph,
+        edges.file_id,
+        edges.node,
+        edges.map_parent_node,
+        nodes.record_type,
+        nodes.kind,
+        nodes.api_message_id,
+        nodes.timestamp_raw
+    from edges
+    join nodes
+        on nodes.file_id = edges.file_id
+        and nodes.node = edges.node
+),
+
+anchors as (
+    select
+        chain.graph,
+        chain.file_id,
+        map_entries.api_message_id,
+        max(chain.idx) as anchor_idx
+    from chain
+    join map_entries
+        on map_entries.graph = chain.graph
+        and map_entries.file_id = chain.file_id
+        and map_entries.node = chain.node
+    where map_entries.record_type = 'assistant'
+        and map_entries.api_message_id is not null
+    group by chain.graph, chain.file_id, map_entries.api_message_id
+),
+
+group_members as (
+    select
+        map_entries.graph,
+        map_entries.file_id,
+        map_entries.node,
+        map_entries.timestamp_raw,
+        anchors.anchor_idx
+    from map_entries
+    join anchors
+        on anchors.graph = map_entries.graph
+        and anchors.file_id = map_entries.file_id
+        and anchors.api_message_id = map_entries.api_message_id
+    where map_entries.record_type = 'assistant'
+),
+
+orphan_siblings as (
+    select
+        graph,
+        file_id,
+        node,
+        anchor_idx,
+        0 as part,
+        timestamp_raw,
+        node as member_node
+    from group_members
+),
+
+orphan_results as (
+    select
+        results.graph,
+        results.file_id,
+        results.node,
+        members.anchor_idx,
+        1 as part,
+        results.timestamp_raw,
+        members.node as member_node
+    from map_entries as results
+    join group_members as members
+        on members.graph = results.graph
+        and members.file_id = results.file_id
+        and members.node = results.map_parent_node
+    where results.record_type = 'user'
+        and results.kind = 'tool_result'
+),
+
+recovered as (
+    select
+        candidates.*,
+        row_number() over (
+            partition by candidates.graph, candidates.file_id, candidates.anchor_idx
+            order by candidates.part, candidates.timestamp_raw nulls last,
+                candidates.member_node, candidates.node
+        ) as sub
+    from (
+        select * from orphan_siblings
+        union all
+        select * from orphan_results
+    ) as candidates
+    anti join chain
+        on chain.graph = candidates.graph
+        and chain.file_id = candidates.file_id
+        and chain.node = candidates.node
+),
+
+ordered as (
+    select graph, file_id, node, idx, 0 as sub, false as is_recovered, is_cycle_cut
+    from chain
+
+    union all
+
+    select
+        recovered.graph,
+        recovered.file_id,
+        recovered.node,
+        recovered.anchor_idx as idx,
+        recovered.sub,
+        true as is_recovered,
+        false as is_cycle_cut
+    from recovered
+),
+
+positioned as (
+    select
+        graph,
+        file_id,
+        node,
+        row_number() over (partition by graph, file_id order by idx, sub) as position,
+        is_recovered,
+        bool_or(is_cycle_cut) over (partition by graph, file_id) as is_cycle_cut
+    from ordered
+),
+
+final as (
+    select
+        default_leaves.session_id,
+        positioned.graph,
+        positioned.position,
+        positioned.is_recovered,
+        positioned.is_cycle_cut,
+        nodes.* exclude (session_id)
+    from positioned
+    join default_leaves
+        on default_leaves.file_id = positioned.file_id
+    join nodes
+        on nodes.file_id = positioned.file_id
+        and nodes.node = positioned.node
+)
+
+select * from final

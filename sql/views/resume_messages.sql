@@ -1,0 +1,183 @@
+-- grain: one row per message Claude Code reloads when it resumes a session (its default branch after the last compact boundary), seq 1..n in the order it is sent back to the model
+--
+-- The walk is int_chain_paths' 'resume' graph: a compact boundary's null parent ends it, a
+-- live preserved segment is relinked behind the summary, snipped entries are gone and
+-- orphaned parallel tool calls are recovered. Then the resume-time filters of
+-- claude-chain.md §3.8, in order, each over what the previous one kept:
+--   1. an assistant entry whose tool_use blocks all lack a tool_result in the list is dropped;
+--   2. an assistant entry made only of thinking blocks is dropped, unless another kept
+--      assistant entry with the same API message id has a non-thinking block;
+--   3. an assistant entry made only of blank text blocks is dropped.
+-- (Claude Code then merges adjacent user entries; rows here stay one per stored message.)
+with listed as materialized (
+    select *
+    from int_chain_paths
+    where graph = 'resume'
+),
+
+blocks as materialized (
+    select
+        stg_blocks.file_id,
+        stg_blocks.line_no,
+        stg_blocks.block_type,
+        stg_blocks.call_id,
+        stg_blocks.text
+    from stg_blocks
+    semi join listed
+        on listed.file_id = stg_blocks.file_id
+        and listed.line_no = stg_blocks.line_no
+    where stg_blocks.source = 'claude_code'
+),
+
+block_facts as (
+    select
+        file_id,
+        line_no,
+        count(*) as block_count,
+        count(*) filter (where block_type = 'tool_use') as tool_use_count,
+        count(*) filter (where block_type not in ('thinking', 'redacted_thinking'))
+            as non_thinking_count,
+        count(*) filter (
+            where block_type <> 'text' or not regexp_matches(coalesce(text, ''), '^\s*$')
+        ) as non_blank_count
+    from blocks
+    group by file_id, line_no
+),
+
+with_blocks as (
+    select
+        listed.*,
+        coalesce(block_facts.block_count, 0) as block_count,
+        coalesce(block_facts.tool_use_count, 0) as tool_use_count,
+        coalesce(block_facts.non_thinking_count, 0) as non_thinking_count,
+        coalesce(block_facts.non_blank_count, 0) as non_blank_count
+    from listed
+    left join block_facts
+        on block_facts.file_id = listed.file_id
+        and block_facts.line_no = listed.line_no
+),
+
+-- 1. unresolved tool_use
+unresolved_calls as (
+    select distinct file_id, call_id
+    from blocks
+    where block_type = 'tool_use'
+        and call_id is not null
+    except
+    select file_id, call_id
+    from blocks
+    where block_type = 'tool_result'
+        and call_id is not null
+),
+
+unresolved_counts as (
+    select blocks.file_id, blocks.line_no, count(*) as unresolved_count
+    from blocks
+    join unresolved_calls
+        on unresolved_calls.file_id = blocks.file_id
+        and unresolved_calls.call_id = blocks.call_id
+    where blocks.block_type = 'tool_use'
+    group by blocks.file_id, blocks.line_no
+),
+
+resolved_kept as (
+    select with_blocks.*
+    from with_blocks
+    left join unresolved_counts
+        on unresolved_counts.file_id = with_blocks.file_id
+        and unresolved_counts.line_no = with_blocks.line_no
+    where not (
+        with_blocks.record_type = 'assistant'
+        and with_blocks.tool_use_count > 0
+        and coalesce(unresolved_counts.unresolved_count, 0) = with_blocks.tool_use_count
+    )
+),
+
+-- 2. orphan thinking
+answered_message_ids as (
+    select distinct file_id, api_message_id
+    from resolved_kept
+    where record_type = 'assistant'
+        and non_thinking_count > 0
+        and api_message_id is not null
+),
+
+thinking_kept as (
+    select resolved_kept.*
+    from resolved_kept
+    left join answered_message_ids
+        on answered_message_ids.file_id = resolved_kept.file_id
+        and answered_message_ids.api_message_id = resolved_kept.api_message_id
+    where not (
+        resolved_kept.record_type = 'assistant'
+        and resolved_kept.block_count > 0
+        and resolved_kept.non_thinking_count = 0
+        and answered_message_ids.api_message_id is null
+    )
+),
+
+-- 3. whitespace-only assistant
+whitespace_kept as (
+    select *
+    from thinking_kept
+    where not (record_type = 'assistant' and block_count > 0 and non_blank_count = 0)
+),
+
+kept as (
+    select
+        *,
+        is_preserved and record_type = 'assistant' as preserved_assistant
+    from whitespace_kept
+),
+
+numbered as (
+    select
+        file_id,
+        position,
+        row_number() over (partition by file_id order by position) as seq
+    from kept
+),
+
+final as (
+    select
+        kept.session_id,
+        numbered.seq,
+        kept.message_id,
+        kept.resume_parent_id as parent_id,
+        records.role,
+        kept.kind,
+        kept."timestamp",
+        records.text,
+        kept.record_type,
+        kept.subtype,
+        records.harness_kind,
+        kept.is_sidechain,
+        records.is_meta,
+        records.is_compact_summary,
+        kept.is_api_error,
+        kept.is_recovered,
+        kept.is_preserved,
+        records.model,
+        kept.api_message_id,
+        records.request_id,
+        -- Claude Code zeroes the usage of preserved assistant entries when it relinks them
+        case when kept.preserved_assistant then 0 else records.input_tokens end as input_tokens,
+        case when kept.preserved_assistant then 0 else records.output_tokens end as output_tokens,
+        case when kept.preserved_assistant then 0 else records.cache_creation_tokens end
+            as cache_creation_tokens,
+        case when kept.preserved_assistant then 0 else records.cache_read_tokens end
+            as cache_read_tokens,
+        records.source,
+        kept.file_id,
+        kept.line_no,
+        records.source_file
+    from kept
+    join numbered
+        on numbered.file_id = kept.file_id
+        and numbered.position = kept.position
+    join stg_records as records
+        on records.file_id = kept.file_id
+        and records.line_no = kept.line_no
+)
+
+select * from final
