@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from convarch.adapters import claude_code
+from convarch.adapters import claude_code, cursor, goose, gemini_cli, codex, opencode, qwen_code
 
-ADAPTERS: dict[str, ModuleType] = {m.NAME: m for m in (claude_code,)}
+ADAPTERS: dict[str, ModuleType] = {m.NAME: m for m in (claude_code, cursor, goose, gemini_cli, codex, opencode, qwen_code)}
 
 
 def get(name: str) -> ModuleType:

@@ -66,3 +66,16 @@ class Adapter(Protocol):
 
 class RootError(ValueError):
     """A path given as a store root that holds nothing this adapter can read."""
+
+
+MALFORMED_ROW = "malformed row: "
+
+
+def malformed_row(where: str, error: str, raw: bytes | str | None) -> bytes:
+    """A line for `to_lines` to yield in place of a row it cannot read (e.g. a JSON column that
+    does not parse). It is deliberately not JSON, so etl quarantines it with the reason
+    `malformed_row`, `where` and `error` as the message, and the raw value kept."""
+    if isinstance(raw, str):
+        raw = raw.encode("utf-8", "replace")
+    head = f"{MALFORMED_ROW}{where}: {error} :: ".replace("\n", " ").encode("utf-8", "replace")
+    return head + (raw or b"").replace(b"\r", b" ").replace(b"\n", b" ")

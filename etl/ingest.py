@@ -116,7 +116,7 @@ def _ingest(layout, targets, on_plan, progress, wait_seconds) -> Summary:
         summary.sessions = len(sessions)
         summary.files_changed = len(changed)
         _commit(state, run_id, written, updates, touched, gone, summary, t0)
-        data_changed = bool(written or gone or updates)
+        data_changed = bool(written or gone or updates or any(t.prev.get("moved_from") for t in touched))
         manifest = read_manifest(layout)
         last_data_run = state.execute(
             "select max(run_id) from ingest_runs where status = 'committed' and files_changed > 0"
@@ -166,6 +166,8 @@ def _plan(targets, known, summary: Summary) -> tuple[list[Planned], list[int]]:
     plans: list[Planned] = []
     seen: set[tuple[str, str]] = set()
     roots: list[tuple[str, str]] = []
+    by_inode = {(r["source"], r["dev"], r["inode"]): r for r in known.values()}
+    moved: set[int] = set()
     for adapter, root in targets:
         roots.append((adapter.NAME, str(root)))
         for sf in adapter.discover(root):
@@ -176,14 +178,21 @@ def _plan(targets, known, summary: Summary) -> tuple[list[Planned], list[int]]:
             summary.files_scanned += 1
             try:
                 st = snap.stat_family(sf.path) if sf.container == "sqlite" else snap.stat_source(sf.path)
-                plans.append(_classify(sf, st, known.get(key)))
+                prev = known.get(key)
+                if prev is None:
+                    # a file the agent moved (e.g. into an archive folder) keeps its rows and watermark
+                    twin = by_inode.get((sf.source, st.dev, st.inode))
+                    if twin and twin["file_id"] not in moved and not os.path.lexists(twin["path"]):
+                        prev = dict(twin, moved_from=twin["path"])
+                        moved.add(twin["file_id"])
+                plans.append(_classify(sf, st, prev))
             except (OSError, snap.NotRegularFile) as exc:
                 summary.files_skipped += 1
                 summary.skipped.append((str(sf.path), _reason(exc)))
     gone = [
         row["file_id"]
         for (source, path), row in known.items()
-        if not row["gone"] and (source, path) not in seen
+        if not row["gone"] and (source, path) not in seen and row["file_id"] not in moved
         and any(source == s and (path == r or path.startswith(r.rstrip(os.sep) + os.sep)) for s, r in roots)
     ]
     return plans, gone
@@ -199,7 +208,7 @@ def _classify(sf: SourceFile, st: snap.FileStat, prev: dict | None) -> Planned:
     if prev is None:
         return Planned(sf, st, None, "new", 0)
     if (st.inode, st.size, st.mtime_ns) == (prev["inode"], prev["size"], prev["mtime_ns"]) and not prev["gone"]:
-        return Planned(sf, st, prev, "unchanged", prev["offset"])
+        return Planned(sf, st, prev, "touched" if prev.get("moved_from") else "unchanged", prev["offset"])
     if sf.container != "jsonl":
         return Planned(sf, st, prev, "rewrite", 0)
     offset = prev["offset"]
@@ -386,23 +395,24 @@ def _commit(state, run_id, written, updates, touched, gone, summary: Summary, t0
             else:
                 reset = u["action"] == "rewrite"
                 state.execute(
-                    "update source_files set dev = ?, inode = ?, size = ?, mtime_ns = ?, \"offset\" = ?, head_len = ?, head_hash = ?, "
+                    "update source_files set path = ?, dev = ?, inode = ?, size = ?, mtime_ns = ?, \"offset\" = ?, head_len = ?, head_hash = ?, "
                     "epoch = ?, tail_bytes = ?, lines_read = ?, records = (case when ? then 0 else records end) + ?, "
                     "quarantined = (case when ? then 0 else quarantined end) + ?, last_run_id = ?, gone = false where file_id = ?",
-                    [st.dev, st.inode, u["size"], st.mtime_ns, u["offset"], u["head_len"], u["head_hash"], u["epoch"],
+                    [u["path"], st.dev, st.inode, u["size"], st.mtime_ns, u["offset"], u["head_len"], u["head_hash"], u["epoch"],
                      u["tail_bytes"], u["lines_read"], reset, added, reset, quarantined, run_id, u["file_id"]],
                 )
         for p in touched:
             state.execute(
-                "update source_files set dev = ?, inode = ?, size = ?, mtime_ns = ?, gone = false where file_id = ?",
-                [p.stat.dev, p.stat.inode, p.stat.size, p.stat.mtime_ns, p.prev["file_id"]],
+                "update source_files set path = ?, dev = ?, inode = ?, size = ?, mtime_ns = ?, gone = false where file_id = ?",
+                [str(p.file.path), p.stat.dev, p.stat.inode, p.stat.size, p.stat.mtime_ns, p.prev["file_id"]],
             )
         for fid in gone:
             state.execute("update source_files set gone = true where file_id = ?", [fid])
         state.execute(
             "update ingest_runs set status = 'committed', finished_at = ?, files_scanned = ?, files_changed = ?, "
             "records_added = ?, quarantined = ?, seconds = ? where run_id = ?",
-            [_now(), summary.files_scanned, len(updates) + len(gone), summary.records_added, summary.quarantined,
+            [_now(), summary.files_scanned, len(updates) + len(gone) + sum(1 for t in touched if t.prev.get("moved_from")),
+             summary.records_added, summary.quarantined,
              time.monotonic() - t0, run_id],
         )
         state.execute("commit")

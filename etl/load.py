@@ -15,7 +15,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from convarch import sql
-from convarch.adapters.base import Extract
+from convarch.adapters.base import MALFORMED_ROW, Extract
 from convarch.etl.duck import connect
 from convarch.etl.lines import BadLine
 
@@ -83,6 +83,7 @@ class BatchWriter:
         self.staging = staging
         self.extract = extract
         self.con = connect(":memory:", threads=2, preserve_insertion_order=False)
+        self.con.execute(sql.read("search/macros"))
         self.tables: list[pa.Table] = []
         self.files: dict[int, FileContext] = {}
         self.bad: list[tuple[BadLine, FileContext]] = []
@@ -135,8 +136,12 @@ class BatchWriter:
             )
             self._copy("records", "select * exclude (content) from records_batch", out, k)
             self._copy("blocks", "select * from blocks_batch", out, k)
+            con.execute(f"create or replace temp table search_docs_batch as {sql.read('search/docs')}")
+            self._copy("search_docs", "select * exclude (tokens), len(tokens) as length from search_docs_batch", out, k)
+            self._copy("postings", sql.read("search/postings"), out, k)
             con.unregister("lines_all")
-            con.execute("drop table lines; drop table lines_checked; drop table records_batch; drop table blocks_batch")
+            con.execute("drop table lines; drop table lines_checked; drop table records_batch; "
+                        "drop table blocks_batch; drop table search_docs_batch")
         if self.bad:
             con.register("quarantine_batch", self._quarantine_table())
             for fid, n in con.execute("select file_id, count(*) from quarantine_batch group by 1").fetchall():
@@ -214,6 +219,8 @@ def _json_error(line: str) -> tuple[str, str]:
     """Name why a line is not a JSON object; the standard parser gives a precise position."""
     if line.startswith("unreadable ") and " container: " in line:
         return "unreadable_container", line
+    if line.startswith(MALFORMED_ROW):
+        return "malformed_row", line[len(MALFORMED_ROW):].split(" :: ", 1)[0]
     try:
         value = json.loads(line)
     except (json.JSONDecodeError, RecursionError) as exc:

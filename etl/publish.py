@@ -20,7 +20,7 @@ from convarch.etl.duck import connect
 from convarch.etl.layout import Layout, make_private
 from convarch.etl.load import QUARANTINE_SCHEMA
 
-TABLES = ("records", "blocks", "quarantine")
+TABLES = ("records", "blocks", "quarantine", "search_docs", "postings")
 SEED_SOURCE = "_schema"
 
 
@@ -36,10 +36,15 @@ def seed_schemas() -> dict[str, pa.Schema]:
     )
     con.execute(f"create temp table records_batch as {sql.read(claude_code.EXTRACT.records)}")
     records = con.sql("select * exclude (content, source, month) from records_batch").to_arrow_table().schema
-    blocks = con.sql(f"select * exclude (source, month) from ({sql.read(claude_code.EXTRACT.blocks)})").to_arrow_table().schema
+    con.execute(f"create temp table blocks_batch as {sql.read(claude_code.EXTRACT.blocks)}")
+    blocks = con.sql("select * exclude (source, month) from blocks_batch").to_arrow_table().schema
+    con.execute(sql.read("search/macros"))
+    con.execute(f"create temp table search_docs_batch as {sql.read('search/docs')}")
+    docs = con.sql("select * exclude (tokens, source, month), len(tokens) as length from search_docs_batch").to_arrow_table().schema
+    postings = con.sql(f"select * exclude (source, month) from ({sql.read('search/postings')})").to_arrow_table().schema
     con.close()
     quarantine = pa.schema([f for f in QUARANTINE_SCHEMA if f.name not in ("source", "month")])
-    return {"records": records, "blocks": blocks, "quarantine": quarantine}
+    return {"records": records, "blocks": blocks, "quarantine": quarantine, "search_docs": docs, "postings": postings}
 
 
 def ensure_seeds(layout: Layout) -> dict[str, Path]:
@@ -88,6 +93,7 @@ def publish(layout: Layout, state: duckdb.DuckDBPyConnection, run_id: int) -> No
                 f"create view lake_{table} as select * from read_parquet([{listed}], "
                 "hive_partitioning = true, union_by_name = true)"
             )
+        con.execute(sql.read("search/macros"))
         for name in sql.VIEWS:
             text = sql.read(name)
             view = sql.view_name(name)

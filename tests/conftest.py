@@ -20,7 +20,9 @@ def isolated_home(tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("XDG_DATA_HOME", str(home / ".local" / "share"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
-    for var in ("CLAUDE_CONFIG_DIR", "CONVARCH_DB"):
+    from convarch import adapters
+
+    for var in {"CONVARCH_DB", *(v for a in adapters.ADAPTERS.values() for v in a.ENV_VARS)}:
         monkeypatch.delenv(var, raising=False)
     return home
 

@@ -209,3 +209,29 @@ def test_warehouse_files_are_private(tmp_path):
         assert os.stat(dirpath).st_mode & 0o077 == 0, dirpath
         for n in names:
             assert os.stat(Path(dirpath) / n).st_mode & 0o077 == 0, n
+
+
+def test_moved_file_keeps_its_rows_and_copied_session_is_not_doubled(tmp_path):
+    root, f = make_store(tmp_path, story())
+    db = tmp_path / "w.duckdb"
+    run(db, root)
+    moved = f.parent.parent / "-work-archive" / f.name
+    moved.parent.mkdir()
+    f.rename(moved)                                   # same inode: a move
+    s = run(db, root)
+    assert s.records_added == 0
+    assert scalar(db, "select count(*) from stg_records") == 4
+    assert rows(db, "select distinct file_id from stg_records") == [(1,)]
+    assert rows(db, "select path from source_files") == [(str(moved),)]
+    # a copy under a new inode replacing the original (as a compressed archive would)
+    copy = moved.parent / "copy" / f.name
+    copy.parent.mkdir()
+    copy.write_bytes(moved.read_bytes())
+    moved.unlink()
+    run(db, root)
+    assert scalar(db, "select count(*) from stg_records") == 4
+    assert scalar(db, "select count(*) from messages") == 4
+    # the store prunes the session entirely: the archive keeps it
+    copy.unlink()
+    run(db, root)
+    assert scalar(db, "select count(*) from sessions") == 1

@@ -7,7 +7,8 @@ with metadata as (
         record_type,
         file_id,
         line_no,
-        json(raw) as j
+        json(raw) as j,
+        text
     from stg_records
     where kind = 'metadata'
 ),
@@ -26,7 +27,10 @@ last_values as (
         arg_max(j -> 'worktreeSession', (file_id, line_no)) filter (record_type = 'worktree-state') as worktree_state,
         arg_max(j ->> 'lastPrompt', (file_id, line_no)) filter (record_type = 'last-prompt') as last_prompt,
         arg_max(j ->> 'agentType', (file_id, line_no)) filter (record_type = 'agent-meta') as agent_type,
-        arg_max(j ->> 'description', (file_id, line_no)) filter (record_type = 'agent-meta') as agent_description
+        arg_max(j ->> 'description', (file_id, line_no)) filter (record_type = 'agent-meta') as agent_description,
+        -- other sources: a metadata record carries the session's title, if any, in `text`
+        arg_max(nullif(trim(text), ''), (file_id, line_no))
+            filter (source <> 'claude_code' and nullif(trim(text), '') is not null) as source_title
     from metadata
     group by source, session_id
 ),
@@ -45,7 +49,8 @@ final as (
         worktree_state,
         last_prompt,
         agent_type,
-        nullif(agent_description, '') as agent_description
+        nullif(agent_description, '') as agent_description,
+        source_title
     from last_values
 )
 

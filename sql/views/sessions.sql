@@ -47,6 +47,7 @@ final as (
             metadata.ai_title,
             metadata.summary,
             metadata.agent_description,
+            metadata.source_title,
             left(regexp_replace(trim(facts.first_prompt), '\s+', ' ', 'g'), 100)
         ) as title,
         facts.cwd,

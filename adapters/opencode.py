@@ -1,0 +1,319 @@
+"""OpenCode (sst/opencode, now anomalyco/opencode): the SQLite database ``opencode.db`` in
+OpenCode's data folder (v1.2+), or the JSON file tree ``storage/`` it used before.
+
+Evidence followed (formats.md §8, confidence S F R):
+- Where: ``$XDG_DATA_HOME/opencode`` (``~/.local/share/opencode``; the same layout on macOS).
+  ``storage/db.ts`` names the database ``opencode.db`` (``opencode-<channel>.db`` for
+  non-stable channels) and honours ``OPENCODE_DB`` (an absolute file, or a name inside the
+  data folder). Forks rename that variable; only upstream's is read.
+- Database (``session/session.sql.ts``): ``session`` (id, project_id, parent_id, directory,
+  title, version, model JSON, token totals, time_created/time_updated in Unix ms …),
+  ``message`` (id, session_id, time_created, data = Message.Info without id/sessionID) and
+  ``part`` (id, message_id, session_id, data = Part without its ids); messages are ordered by
+  (time_created, id), parts by id. Newer builds add ``session_message`` (an event model),
+  kept here as one bookkeeping record per row.
+- File tree, read as OpenCode's own ``storage/json-migration.ts`` reads it:
+  ``session/<projectID>/<sessionID>.json``, ``message/<sessionID>/<messageID>.json``,
+  ``part/<messageID>/<partID>.json``. A message's session is its folder; a part's session is
+  the folder of its message's file (found while listing, without opening a file), else the
+  part's own ``sessionID``, else (same batch only) that of the message its ``messageID``
+  names. A session's id is its document's ``id`` (the name its messages are filed under),
+  else its file name; OpenCode writes both alike, the jazzyalex samples do not. OpenCode
+  imports the tree into the database once, when it creates the database, and never reads it
+  again: beside a database the tree is a stale copy of sessions the database holds, so it is
+  not read then (pass ``--root <data>/storage`` to archive it). Not read: ``project/``,
+  ``todo/``, ``session_diff/`` and the 2025 H1 layout ``project/<slug>/storage/session/…``
+  (no sample; formats.md marks it second-hand).
+- Message.Info: ``role``, ``time.created``, assistant ``parentID`` (the user message it
+  answers), ``modelID``/``providerID`` (user: ``model{providerID,modelID}``), ``path.cwd``,
+  ``tokens{input,output,reasoning,cache{read,write}}``, ``summary: true`` on a compaction
+  summary. Parts: ``text`` (``synthetic`` when OpenCode wrote it), ``reasoning``, ``file``,
+  ``tool`` — the call and its result in one part (``callID``, ``tool``,
+  ``state{status,input,output,error}``) — and bookkeeping parts (``step-start``,
+  ``step-finish``, ``patch``, ``compaction`` …).
+- Drift seen in samples (jazzyalex agent-sessions, portable-resume): message files named
+  unlike their ids, parts without ids or ``callID`` (the part id then links call and
+  result), parts directly under ``part/``, ``path`` as a plain string, and an ``opencode
+  export`` document (``{info, messages: [{info, parts}]}``) accepted as a single-file root.
+
+Lines made: one per session, one per message carrying its parts (database, export), one per
+part file or orphan part row, one per ``session_message`` row; each names its ``table``. A
+row whose JSON column does not parse becomes a line that is not JSON, so it is quarantined
+with its raw text while the rest loads. Parsing is the SQL in ``sql/extract/opencode__*.sql``.
+In the file tree a message's text lives in its part files, so those message records have no
+text of their own; their parts' blocks carry it (linked by ``message_id``).
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import sqlite3
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+from convarch.adapters.base import Extract, RootError, SourceFile, malformed_row
+
+NAME = "opencode"
+TITLE = "OpenCode"
+ENV_VARS = ("OPENCODE_DB",)
+EXTRACT = Extract(records="extract/opencode__records", blocks="extract/opencode__blocks")
+
+DB_PATTERN = re.compile(r"^opencode(-[A-Za-z0-9._-]+)?\.db$")
+SIDECARS = ("-wal", "-shm", "-journal")
+STORE_DIRS = ("session", "message", "part")
+#: Text columns OpenCode stores as JSON (drizzle ``text({mode: "json"})``), per table.
+JSON_COLUMNS = {
+    "session": ("summary_diffs", "revert", "permission", "goal", "model"),
+    "message": ("data",),
+    "part": ("data",),
+    "session_message": ("data",),
+}
+
+
+def default_roots(env: Mapping[str, str], home: Path) -> list[Path]:
+    """``$OPENCODE_DB`` when it names a file, then OpenCode's data folder."""
+    xdg = env.get("XDG_DATA_HOME")
+    data = (Path(xdg) if xdg and Path(xdg).is_absolute() else home / ".local" / "share") / "opencode"
+    roots: list[Path] = []
+    db = env.get("OPENCODE_DB")
+    if db and db != ":memory:":
+        roots.append(Path(db) if Path(db).is_absolute() else data / db)
+    roots.append(data)
+    roots.append(home / ".local" / "share" / "opencode")
+    return list(dict.fromkeys(roots))
+
+
+def resolve_root(path: Path) -> Path:
+    """Accept OpenCode's data folder, its ``storage/`` folder, a database file, or one JSON
+    file (a store file or an ``opencode export`` document)."""
+    if path.is_file():
+        if path.suffix in (".db", ".json") and not path.name.endswith(SIDECARS):
+            return path
+        raise RootError(f"{path} is neither an OpenCode database nor a JSON document")
+    if not path.is_dir():
+        raise RootError(f"{path} does not exist")
+    if _databases(path) or (path / "storage").is_dir() or _is_storage(path):
+        return path
+    raise RootError(f"{path} holds no OpenCode store (no opencode.db and no storage/ folder)")
+
+
+def _is_storage(folder: Path) -> bool:
+    return any((folder / d).is_dir() for d in STORE_DIRS)
+
+
+def _databases(folder: Path) -> list[Path]:
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return []
+    # symlinks are listed too, so ingest reports them as skipped instead of hiding them
+    return sorted(Path(e.path) for e in entries if DB_PATTERN.match(e.name) and not e.is_dir(follow_symlinks=False))
+
+
+def discover(root: Path) -> Iterator[SourceFile]:
+    """Every database in the data folder; else every session, message and part file of the
+    storage tree. Listed by path only; symlinks are not followed."""
+    if root.is_file():
+        yield _single(root)
+        return
+    dbs = _databases(root)
+    for db in dbs:
+        yield SourceFile(NAME, db, root, container="sqlite")
+    if dbs:
+        return
+    storage = root / "storage" if (root / "storage").is_dir() else root
+    yield from _storage_files(storage)
+
+
+def _walk(folder: Path) -> Iterator[Path]:
+    for dirpath, dirnames, filenames in os.walk(folder, followlinks=False):
+        dirnames.sort()
+        for name in sorted(filenames):
+            if name.endswith(".json"):
+                yield Path(dirpath) / name
+
+
+def _storage_files(storage: Path) -> Iterator[SourceFile]:
+    sessions, messages, parts = [], [], []
+    owner: dict[str, str] = {}          # message id (its file stem) -> session folder
+    for p in _walk(storage / "session"):
+        if len(p.relative_to(storage).parts) == 3:          # session/<project>/<id>.json
+            sessions.append(SourceFile(NAME, p, storage, container="json"))
+    for p in _walk(storage / "message"):
+        if len(p.relative_to(storage).parts) == 3:          # message/<session>/<id>.json
+            owner.setdefault(p.stem, p.parent.name)
+            messages.append(SourceFile(NAME, p, storage, session_hint=p.parent.name, container="json"))
+    for p in _walk(storage / "part"):
+        depth = len(p.relative_to(storage).parts)
+        if depth == 3:                                       # part/<message>/<id>.json
+            parts.append(SourceFile(NAME, p, storage, session_hint=owner.get(p.parent.name), container="json"))
+        elif depth == 2:                                     # part/<id>.json (seen in samples)
+            parts.append(SourceFile(NAME, p, storage, container="json"))
+    yield from sessions
+    yield from messages
+    yield from parts
+
+
+def _kind_of(path: Path) -> str:
+    """What a JSON file of the tree holds, from where it lies."""
+    parent, grand = path.parent.name, path.parent.parent.name
+    if grand == "session":
+        return "session"
+    if grand == "message":
+        return "message"
+    if grand == "part" or parent == "part":
+        return "part"
+    return "document"
+
+
+def _single(path: Path) -> SourceFile:
+    if path.suffix == ".db":
+        return SourceFile(NAME, path, path.parent, container="sqlite")
+    kind = _kind_of(path)
+    hint = path.parent.name if kind == "message" else None
+    return SourceFile(NAME, path, path.parent, session_hint=hint, container="json")
+
+
+def to_lines(copy: Path, file: SourceFile) -> Iterator[bytes]:
+    """JSON lines of a private copy: database rows, or one file of the tree."""
+    if file.container == "sqlite":
+        yield from _db_lines(copy)
+    else:
+        yield from _file_lines(copy, file)
+
+
+def _dump(obj) -> bytes:
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+# --- the JSON file tree -------------------------------------------------------------------
+
+def _file_lines(copy: Path, file: SourceFile) -> Iterator[bytes]:
+    data = copy.read_bytes()
+    try:
+        doc = json.loads(data)
+    except (ValueError, RecursionError):
+        yield data                        # not JSON: quarantined with its bytes
+        return
+    if not isinstance(doc, dict):
+        yield _dump(doc)                  # JSON but not an object: quarantined as such
+        return
+    path = file.path
+    kind = _kind_of(path)
+    if kind == "session":
+        yield _dump({"table": "session", "id": path.stem, "project_id": path.parent.name, "data": doc})
+    elif kind == "message":
+        yield _dump({"table": "message", "id": path.stem, "session_id": path.parent.name, "data": doc})
+    elif kind == "part":
+        line = {"table": "part", "id": path.stem, "data": doc}
+        if path.parent.name != "part":
+            line["message_id"] = path.parent.name
+        yield _dump(line)
+    elif isinstance(doc.get("info"), dict) and isinstance(doc.get("messages"), list):
+        yield from _export_lines(doc)
+    else:
+        yield _dump({"table": "document", "data": doc})
+
+
+def _export_lines(doc: dict) -> Iterator[bytes]:
+    """An ``opencode export`` document: its session, then each message with its parts."""
+    info = doc["info"]
+    yield _dump({"table": "session", "id": info.get("id"), "data": info})
+    for m in doc["messages"]:
+        if not isinstance(m, dict) or not isinstance(m.get("info"), dict):
+            yield _dump({"table": "document", "session_id": info.get("id"), "data": m})
+            continue
+        mi = m["info"]
+        parts = [{"id": p.get("id") if isinstance(p, dict) else None, "data": p} for p in m.get("parts") or []]
+        yield _dump({"table": "message", "id": mi.get("id"), "session_id": mi.get("sessionID") or info.get("id"),
+                     "data": mi, "parts": parts})
+
+
+# --- the database --------------------------------------------------------------------------
+
+def _db_lines(copy: Path) -> Iterator[bytes]:
+    # The copy is private to this run: opening it read-write lets SQLite replay its -wal or
+    # roll back a hot journal. query_only keeps this reader from changing anything else.
+    con = sqlite3.connect(f"file:{copy}?mode=rw", uri=True)
+    con.text_factory = lambda b: b.decode("utf-8", "replace")
+    try:
+        con.execute("pragma query_only = 1")
+        tables = {r[0] for r in con.execute("select name from sqlite_master where type = 'table'")}
+        missing = {"session", "message"} - tables
+        if missing:
+            raise ValueError(f"not an OpenCode database: no {', '.join(sorted(missing))} table")
+        yield from _plain_rows(con, "session", "time_created, id")
+        has_parts = "part" in tables
+        messages = _query(con, "select * from message", "session_id, time_created, id")
+        cols = [d[0] for d in messages.description]
+        for values in messages:
+            row = {"table": "message", **dict(zip(cols, values))}
+            parts = _parts_of(con, row.get("id")) if has_parts else []
+            bad = _decode(row, JSON_COLUMNS["message"])
+            good_parts, bad_parts = [], []
+            for part in parts:
+                (bad_parts if _decode(part, JSON_COLUMNS["part"]) else good_parts).append(part)
+            if bad:
+                yield _malformed("message", row, bad)
+                for part in good_parts:
+                    yield _dump({"table": "part", **part})
+            else:
+                yield _dump({**row, "parts": good_parts})
+            for part in bad_parts:
+                yield _malformed("part", part, "data")
+        if has_parts:
+            yield from _plain_rows(con, "part", "session_id, id",
+                                   "select * from part where message_id not in (select id from message)")
+        if "session_message" in tables:
+            yield from _plain_rows(con, "session_message", "session_id, time_created, id")
+    finally:
+        con.close()
+
+
+def _query(con: sqlite3.Connection, select: str, order: str, params=()) -> sqlite3.Cursor:
+    try:
+        return con.execute(f"{select} order by {order}", params)
+    except sqlite3.OperationalError:      # a schema without the usual columns: file order
+        return con.execute(f"{select} order by rowid", params)
+
+
+def _parts_of(con: sqlite3.Connection, message_id) -> list[dict]:
+    cur = _query(con, "select * from part where message_id = ?", "id", (message_id,))
+    cols = [d[0] for d in cur.description]
+    return [dict(zip(cols, values)) for values in cur]
+
+
+def _plain_rows(con, table: str, order: str, select: str | None = None) -> Iterator[bytes]:
+    cur = _query(con, select or f"select * from {table}", order)
+    cols = [d[0] for d in cur.description]
+    for values in cur:
+        row = {"table": table, **dict(zip(cols, values))}
+        bad = _decode(row, JSON_COLUMNS.get(table, ()))
+        yield _malformed(table, row, bad) if bad else _dump(row)
+
+
+def _decode(row: dict, columns: tuple[str, ...]) -> str | None:
+    """Replace each JSON text column by its value; return the first one that is not JSON."""
+    for col in columns:
+        value = row.get(col)
+        if isinstance(value, bytes):
+            value = value.decode("utf-8", "replace")
+        if not isinstance(value, str):
+            continue
+        try:
+            row[col] = json.loads(value) if value.strip() else None
+        except (ValueError, RecursionError):
+            row[col] = value
+            return col
+    for col, value in row.items():
+        if isinstance(value, bytes):
+            row[col] = value.hex()
+    return None
+
+
+def _malformed(table: str, row: dict, column: str) -> bytes:
+    """A line that is deliberately not JSON, so the row is quarantined with its raw text."""
+    raw = row.get(column)
+    return malformed_row(f"opencode {table} row {row.get('id')}", f"column {column} is not valid JSON",
+                         None if raw is None else str(raw))

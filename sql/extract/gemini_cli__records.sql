@@ -1,0 +1,240 @@
+-- grain: one row per line of a Gemini CLI session file (op-log line or legacy document entry), every line kept
+-- input: lines(file_id, line_no, byte_offset, line) written by adapters/gemini_cli.to_lines, each
+--        {"cv": {offset, session_id, op, state, parent, sidechain}, "line": "<the original record>"}
+--        (cv = what the replay of the whole file found), and batch_files(...)
+-- Lambdas here use json_extract/json_extract_string, never the -> operators (DuckDB would
+-- read those as lambda arrows).
+with wrapped as (
+    select
+        l.file_id,
+        l.line_no,
+        l.byte_offset,
+        l.line,
+        json_transform(l.line, '{
+            "cv": {
+                "offset": "BIGINT", "session_id": "VARCHAR", "op": "VARCHAR",
+                "state": "VARCHAR", "parent": "VARCHAR", "sidechain": "BOOLEAN"
+            },
+            "line": "VARCHAR"
+        }') as w
+    from lines as l
+),
+
+parsed as (
+    select
+        file_id,
+        line_no,
+        case when w.line is null then byte_offset else w.cv."offset" end as byte_offset,
+        w.cv.op as cv_op,
+        w.cv.state as state,
+        w.cv.parent as parent,
+        w.cv.session_id as cv_session_id,
+        coalesce(w.cv.sidechain, false) as cv_sidechain,
+        coalesce(w.line, line) as raw,
+        json_transform(coalesce(w.line, line), '{
+            "id": "VARCHAR", "type": "VARCHAR", "role": "VARCHAR",
+            "timestamp": "VARCHAR", "ts": "VARCHAR",
+            "content": "JSON", "parts": "JSON", "displayContent": "JSON",
+            "model": "VARCHAR",
+            "tokens": {
+                "input": "BIGINT", "output": "BIGINT", "cached": "BIGINT",
+                "thoughts": "BIGINT", "tool": "BIGINT", "total": "BIGINT"
+            },
+            "toolCalls": "JSON", "thoughts": "JSON",
+            "sessionId": "VARCHAR", "startTime": "VARCHAR", "start_time": "VARCHAR",
+            "kind": "VARCHAR", "directories": "VARCHAR[]", "summary": "VARCHAR",
+            "$set": {
+                "lastUpdated": "VARCHAR", "summary": "VARCHAR",
+                "directories": "VARCHAR[]", "messages": "JSON"
+            },
+            "$rewindTo": "VARCHAR", "projectHash": "VARCHAR"
+        }') as j
+    from wrapped
+),
+
+-- a line the replay could not parse but DuckDB can is classified here, without replay facts
+ops as (
+    select
+        *,
+        coalesce(cv_op, case
+            when j."$rewindTo" is not null then 'rewind'
+            when j.id is not null then 'message'
+            when j."$set" is not null then 'set'
+            when j.sessionId is not null and j.projectHash is not null then 'session'
+            else 'unknown'
+        end) as op
+    from parsed
+),
+
+-- PartListUnion (a string, one Part, or a list of Parts and strings) as a JSON list of Parts
+normalized as (
+    select
+        *,
+        coalesce(j.type, j.role) as msg_type,
+        case json_type(coalesce(j.content, j.parts))
+            when 'VARCHAR' then json_array(json_object('text',
+                json_extract_string(coalesce(j.content, j.parts), '$')))
+            when 'ARRAY' then to_json(list_transform(
+                json_extract(coalesce(j.content, j.parts), '$[*]'),
+                lambda p: case when json_type(p) = 'VARCHAR'
+                    then json_object('text', json_extract_string(p, '$')) else p end))
+            when 'OBJECT' then json_array(coalesce(j.content, j.parts))
+        end as parts_json,
+        case json_type(j.displayContent)
+            when 'VARCHAR' then json_array(json_object('text',
+                json_extract_string(j.displayContent, '$')))
+            when 'ARRAY' then to_json(list_transform(
+                json_extract(j.displayContent, '$[*]'),
+                lambda p: case when json_type(p) = 'VARCHAR'
+                    then json_object('text', json_extract_string(p, '$')) else p end))
+            when 'OBJECT' then json_array(j.displayContent)
+        end as display_json,
+        case when json_type(j.toolCalls) = 'ARRAY' then j.toolCalls end as tool_calls,
+        case when json_type(j.thoughts) = 'ARRAY' then j.thoughts end as thoughts
+    from ops
+),
+
+part_facts as (
+    select
+        *,
+        json_transform(parts_json, '[{
+            "text": "VARCHAR", "thought": "BOOLEAN",
+            "functionCall": "JSON", "functionResponse": "JSON"
+        }]') as pl,
+        json_transform(display_json, '[{"text": "VARCHAR", "thought": "BOOLEAN"}]') as dl
+    from normalized
+),
+
+typed as (
+    select
+        *,
+        nullif(array_to_string(list_filter(
+            list_transform(pl, lambda x: case when coalesce(x.thought, false) then null else x.text end),
+            lambda t: t is not null), chr(10)), '') as content_text,
+        nullif(array_to_string(list_filter(
+            list_transform(dl, lambda x: case when coalesce(x.thought, false) then null else x.text end),
+            lambda t: t is not null), chr(10)), '') as display_text,
+        coalesce(len(list_filter(pl, lambda x: x.functionResponse is not null)), 0) as n_responses,
+        coalesce(len(list_filter(pl, lambda x: x.functionCall is not null)), 0) as n_calls,
+        coalesce(len(list_filter(pl, lambda x: coalesce(x.thought, false))), 0) as n_thought_parts,
+        coalesce(json_array_length(tool_calls), 0) as n_tool_calls,
+        coalesce(json_array_length(thoughts), 0) as n_thoughts,
+        case
+            when op <> 'message' or state = 'superseded' then null
+            when msg_type = 'user' then 'user'
+            when msg_type in ('gemini', 'model', 'assistant') then 'assistant'
+            when msg_type in ('info', 'error', 'warning', 'system') then 'system'
+        end as role,
+        case op
+            when 'message' then coalesce(j.timestamp, j.ts)
+            when 'session' then coalesce(j.startTime, j.start_time)
+            when 'set' then j."$set".lastUpdated
+        end as timestamp_raw
+    from part_facts
+),
+
+classified as (
+    select
+        *,
+        case
+            when op = 'message' and state = 'superseded' then 'superseded'
+            when op = 'message' and role = 'user' and n_responses > 0 then 'tool_result'
+            when op = 'message' and role = 'user' then 'prompt'
+            when op = 'message' and role = 'assistant' and (n_tool_calls > 0 or n_calls > 0) then 'tool_use'
+            when op = 'message' and role = 'assistant' and content_text is null
+                and (n_thoughts > 0 or n_thought_parts > 0) then 'thinking'
+            when op = 'message' and role = 'assistant' then 'response'
+            when op = 'message' and role = 'system' then 'system'
+            when op = 'session' then 'metadata'
+            when op = 'set' and json_type(j."$set".messages) = 'ARRAY' then 'checkpoint'
+            when op = 'set' then 'metadata'
+            when op = 'rewind' then 'rewind'
+            else 'unknown'
+        end as kind,
+        case
+            when op = 'message' and role = 'user' then coalesce(display_text, content_text)
+            when op = 'message' then content_text
+            when op = 'session' then j.summary
+            when op = 'set' then j."$set".summary
+        end as text
+    from typed
+),
+
+final as (
+    select
+        f.source,
+        coalesce(c.cv_session_id, max(c.cv_session_id) over (partition by c.file_id), f.file_stem)
+            as session_id,
+        f.parent_session_hint as parent_session_id,
+        c.file_id,
+        f.file_epoch,
+        f.source_file,
+        c.line_no,
+        c.byte_offset,
+        f.run_id as ingest_run_id,
+        case c.op
+            when 'message' then coalesce(c.msg_type, 'message')
+            when 'session' then 'session'
+            when 'set' then '$set'
+            when 'rewind' then '$rewindTo'
+            else 'unknown'
+        end as record_type,
+        case when c.op = 'session' then c.j.kind end as subtype,
+        case when c.op = 'message' then c.j.id end as message_id,
+        case when c.op in ('message', 'rewind', 'set') then c.parent end as parent_id,
+        null::varchar as logical_parent_id,
+        c.role,
+        c.timestamp_raw,
+        case
+            when regexp_full_match(c.timestamp_raw, '[0-9]{12,}')
+                then make_timestamp(try_cast(c.timestamp_raw as bigint) * 1000)
+            when regexp_full_match(c.timestamp_raw, '[0-9]{1,11}([.][0-9]+)?')
+                then timezone('UTC', to_timestamp(try_cast(c.timestamp_raw as double)))
+            else timezone('UTC', try_cast(c.timestamp_raw as timestamptz))
+        end as "timestamp",
+        c.cv_sidechain or f.parent_session_hint is not null as is_sidechain,
+        false as is_meta,
+        coalesce(ltrim(c.text) like '<state_snapshot>%' and c.kind = 'prompt', false) as is_compact_summary,
+        null::varchar as agent_id,
+        null::varchar as request_id,
+        null::varchar as api_message_id,
+        case when c.op = 'message' then c.j.model end as model,
+        case c.op
+            when 'session' then c.j.directories[1]
+            when 'set' then c.j."$set".directories[1]
+        end as cwd,
+        null::varchar as git_branch,
+        null::varchar as version,
+        c.text,
+        case when c.role is not null then c.j.tokens.input end as input_tokens,
+        case when c.role is not null then c.j.tokens.output end as output_tokens,
+        null::bigint as cache_creation_tokens,
+        case when c.role is not null then c.j.tokens.cached end as cache_read_tokens,
+        case when c.role is not null then json_object(
+            'parts', c.parts_json, 'thoughts', c.thoughts, 'toolCalls', c.tool_calls
+        ) end as content,
+        c.raw,
+        c.kind,
+        case
+            when c.role <> 'user' or c.role is null or c.kind <> 'prompt' then null
+            when ltrim(c.text) like '<session_context>%' then 'environment_context'
+            when ltrim(c.text) like '<hook_context>%' then 'hook_context'
+            when ltrim(c.text) like '<state_snapshot>%' then 'compact_summary'
+            when ltrim(c.text) like '/%' then 'slash_command'
+        end as harness_kind
+    from classified as c
+    join batch_files as f on f.file_id = c.file_id
+),
+
+with_month as (
+    select
+        *,
+        coalesce(
+            strftime("timestamp", '%Y-%m'),
+            strftime(min("timestamp") over (partition by file_id), '%Y-%m'),
+            'unknown'
+        ) as month
+    from final
+)
+
+select * from with_month
