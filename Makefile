@@ -31,5 +31,10 @@ run: install
 test: install-test
 	$(PY) -m pytest -q
 
+## Measure ingest, re-ingest, search, chains and handoffs against same-run baselines.
+bench: $(VENV)/bin/activate
+	$(PY) -m pip install --quiet -e '.[bench]' --config-settings editable_mode=strict
+	$(PY) bench/run.py $(BENCH_ARGS)
+
 clean:
 	rm -rf $(VENV) .convarch-demo build *.egg-info

@@ -63,6 +63,8 @@ def cli(ctx: click.Context, db: Path | None, debug: bool) -> None:
 from convarch.cli import handoff as _handoff  # noqa: E402
 from convarch.cli import ingest as _ingest  # noqa: E402
 from convarch.cli import query as _query  # noqa: E402
+from convarch.cli import search as _search  # noqa: E402
+from convarch.cli import show as _show  # noqa: E402
 from convarch.cli import sessions as _sessions  # noqa: E402
 from convarch.cli import sources as _sources  # noqa: E402
 
@@ -71,6 +73,8 @@ cli.add_command(_sources.sources)
 cli.add_command(_sessions.sessions)
 cli.add_command(_query.sql_command)
 cli.add_command(_handoff.handoff)
+cli.add_command(_search.search)
+cli.add_command(_show.show)
 
 
 def main() -> None:

@@ -85,6 +85,7 @@ def load(con: duckdb.DuckDBPyConnection, session_id: str) -> Facts:
     session = dict(zip(cols, cur.fetchone()))
     for key in ("title", "cwd", "git_branch"):
         session[key] = redact(session.get(key))
+    session["agent"] = _agent_title(session.get("source"))
     turns = []
     for row in con.execute(sql.read("queries/handoff__turns"), params).fetchall():
         seq, mid, role, kind, harness, ts, text, model, rtype, subtype, _is_cs = row
@@ -109,6 +110,15 @@ def load(con: duckdb.DuckDBPyConnection, session_id: str) -> Facts:
     derive(facts)
     facts.redactions = redact.counts
     return facts
+
+
+def _agent_title(source: str | None) -> str:
+    from convarch import adapters
+
+    try:
+        return adapters.get(source or "").TITLE
+    except KeyError:
+        return source or "unknown agent"
 
 
 def _digest(session: dict, turns: list[Turn], calls: list[Call]) -> str:
@@ -245,6 +255,16 @@ def _commands(calls: list[Call]) -> list[dict]:
     return sorted(out.values(), key=lambda s: (-s["last_seq"], s["command"]))
 
 
+_ERROR_LINE = re.compile(r"(?i)\b(?:error|exception|traceback|failed|failing|failure|fatal|panic|denied|not found)\b|error\[")
+_EXIT_LINE = re.compile(r"(?i)^\s*(?:exit(?:ed with)? code:?\s*-?\d+|command failed)\s*$")
+
+
+def _first_error_line(output: str) -> str:
+    """The line that says what went wrong, not the harness's "Exit code 1" header."""
+    lines = [ln.strip() for ln in output.splitlines() if ln.strip() and not _EXIT_LINE.match(ln)]
+    return next((ln for ln in lines if _ERROR_LINE.search(ln)), lines[0] if lines else "(no output)")
+
+
 def _errors(calls: list[Call]) -> list[dict]:
     out: list[dict] = []
     seen: set[tuple[str, str]] = set()
@@ -252,7 +272,7 @@ def _errors(calls: list[Call]) -> list[dict]:
         failed = c.is_error or (c.exit_code not in (None, 0))
         if not failed:
             continue
-        first = next((ln.strip() for ln in c.output.splitlines() if ln.strip()), "(no output)")
+        first = _first_error_line(c.output)
         subject = normalize_command(c.command) if c.command else f"{c.tool_name} {c.path or ''}".strip()
         key = (subject, first)
         if key in seen:

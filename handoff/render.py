@@ -116,7 +116,8 @@ def _sections(f: Facts, opts: Options, caps: Caps, doc: _Doc) -> list[tuple[str,
 
     models = ", ".join(f"{doc.inline(m, 60)} ({n} msgs)" for m, n in f.models[:6]) or "unknown"
     facts = [
-        f"> Agent: {doc.inline(s.get('source'))}" + (f" {doc.inline(s.get('agent_version'), 40)}" if s.get("agent_version") else ""),
+        f"> Agent: {doc.inline(s.get('agent'))}" + (f" {doc.inline(s.get('agent_version'), 40)}" if s.get("agent_version") else "")
+        + f" (source {doc.inline(s.get('source'))})",
         f"> Session: {doc.inline(s.get('session_id'), 120)}",
         f"> Title: {doc.inline(s.get('title'), 160) or '(untitled)'}",
         f"> Working directory (stale): {doc.inline(s.get('cwd'), 200) or 'unknown'}",
@@ -296,7 +297,7 @@ def render_json(f: Facts, opts: Options = Options()) -> str:
     body: dict[str, Any] = {
         "schema": SCHEMA,
         "session": {
-            "session_id": s.get("session_id"), "source": s.get("source"), "title": t(s.get("title")),
+            "session_id": s.get("session_id"), "source": s.get("source"), "agent": s.get("agent"), "title": t(s.get("title")),
             "cwd": t(s.get("cwd")), "git_branch": t(s.get("git_branch")), "agent_version": s.get("agent_version"),
             "models": [{"model": m, "messages": n} for m, n in f.models],
             "started_at": _ts(s.get("started_at")), "ended_at": _ts(s.get("ended_at")),

@@ -10,6 +10,7 @@ _INVISIBLE = re.compile(
     "\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff\u00ad\u061c\u180e]"
 )
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*(?:\x07|\x1b\\)")
+_MARKER = re.compile(r"(\[REDACTED:[a-z_]+\])")
 _BLOCK_START = re.compile(r"^(\s*)([#>]|[-=_*]{3,}\s*$|`{3,}|~{3,}|[-+*]\s|\d+[.)]\s|<|\|)")
 
 
@@ -24,7 +25,12 @@ def clean(text: str | None) -> str:
 def inline(text: str | None, limit: int = 200) -> str:
     """One line, safe inside a quote: brackets and backticks cannot open links or code."""
     t = " ".join(clean(text).split())
-    t = t.replace("[", "(").replace("]", ")").replace("`", "'").replace("<", "‹").replace(">", "›")
+    parts = _MARKER.split(t)       # keep [REDACTED:kind] markers as they are
+    t = "".join(
+        p if _MARKER.fullmatch(p) else
+        p.replace("[", "(").replace("]", ")").replace("`", "'").replace("<", "‹").replace(">", "›")
+        for p in parts
+    )
     return t if len(t) <= limit else t[: limit - 1] + "…"
 
 

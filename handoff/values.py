@@ -23,7 +23,7 @@ SLOT_PATTERNS: dict[str, list[re.Pattern]] = {
         r"\b[A-Z_]*PORT=[`'\"]?(\d{2,5})\b",
     )],
     "database": [re.compile(p) for p in (
-        r"(?i)\bdatabase\s+(?:named|called)\s+[`'\"]?([A-Za-z][\w-]{2,})",
+        r"(?i)\bdatabase\s+(?:is\s+|was\s+)?(?:named|called)\s+[`'\"]?([A-Za-z][\w-]{2,})",
         r"(?i)\b(?:database|db_?name)\s*[:=]\s*[`'\"]?([A-Za-z][\w-]{2,})",
         r"(?i)\bdatabase\s+[`'\"]([A-Za-z][\w-]{2,})[`'\"]",
         r"(?i)\b(?:use|using|switch to|connect to|move to)\s+(?:the\s+)?[`'\"]?([A-Za-z][\w-]{2,})[`'\"]?\s+(?:database|db)\b",

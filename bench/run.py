@@ -1,0 +1,222 @@
+"""`make bench`: convarch's speed and memory against limits measured in the same run.
+
+Every figure is printed with its ratio to a baseline measured here, on the same files:
+ingest against orjson parsing every line on all cores (the parse limit) and against DuckDB's
+own fastest raw parse; a no-change re-ingest against the full ingest; and so on. Results are
+also written as JSON so a later run can be compared with this one.
+
+Usage: python bench/run.py [--mb 1000] [--chain-sessions 1000] [--chain-records 2000] [--quick]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import platform
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from generate import generate, generate_chain_corpus  # noqa: E402
+
+INGEST = """
+import json, resource, sys, time
+from pathlib import Path
+from convarch.adapters import claude_code
+from convarch.etl.ingest import ingest
+from convarch.etl.layout import Layout
+t = time.perf_counter()
+s = ingest(Layout(Path(sys.argv[1])), [(claude_code, claude_code.resolve_root(Path(sys.argv[2])))])
+print(json.dumps({"seconds": time.perf_counter() - t, "records": s.records_added, "files": s.files_changed,
+                  "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+
+def _parse_file(path: str) -> int:
+    import orjson
+
+    n = 0
+    with open(path, "rb") as fh:
+        for line in fh:
+            if line.strip():
+                orjson.loads(line)
+                n += len(line)
+    return n
+
+
+def parse_limit(files: list[str]) -> float:
+    """Seconds for orjson to parse every line of every file, on all cores."""
+    t = time.perf_counter()
+    with multiprocessing.Pool(os.cpu_count() or 2) as pool:
+        sum(pool.imap_unordered(_parse_file, files, chunksize=8))
+    return time.perf_counter() - t
+
+
+def duckdb_parse(glob: str) -> float:
+    """Seconds for DuckDB's fastest raw path: lines read as text, each parsed once."""
+    import duckdb
+
+    con = duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False})
+    t = time.perf_counter()
+    con.execute(
+        "select count(*), count(j.uuid) from (select json_transform(line, "
+        "'{\"type\":\"VARCHAR\",\"uuid\":\"VARCHAR\",\"parentUuid\":\"VARCHAR\",\"timestamp\":\"VARCHAR\","
+        "\"message\":{\"role\":\"VARCHAR\",\"content\":\"JSON\"}}') as j from read_csv(?, columns={'line':'VARCHAR'}, "
+        "delim=E'\\x01', quote='', escape='', header=false, auto_detect=false, max_line_size=16000000))",
+        [glob],
+    ).fetchall()
+    return time.perf_counter() - t
+
+
+def run_ingest(db: Path, root: Path) -> dict:
+    out = subprocess.run([sys.executable, "-c", INGEST, str(db), str(root)], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def tree_bytes(root: Path) -> tuple[int, list[str]]:
+    files = [str(p) for p in root.rglob("*.jsonl")]
+    return sum(os.path.getsize(f) for f in files), files
+
+
+def ratio(a: float, b: float) -> str:
+    return f"{a / b:.3f}" if b else "n/a"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--mb", type=int, default=1000, help="size of the mixed corpus")
+    ap.add_argument("--chain-sessions", type=int, default=1000)
+    ap.add_argument("--chain-records", type=int, default=2000)
+    ap.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
+    ap.add_argument("--out", type=Path, default=HERE / "out")
+    args = ap.parse_args()
+    if args.quick:
+        args.mb, args.chain_sessions, args.chain_records = 50, 50, 500
+    work = args.out / "work"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    results: dict = {"machine": {"platform": platform.platform(), "cpus": os.cpu_count(),
+                                 "python": platform.python_version()}, "params": vars(args) | {"out": str(args.out)}}
+
+    print(f"generating a ~{args.mb} MB corpus …", flush=True)
+    corpus = generate(work / "corpus", args.mb)
+    nbytes, files = tree_bytes(work / "corpus")
+    mb = nbytes / 1e6
+    results["corpus"] = corpus | {"mb": round(mb, 1)}
+
+    limit_s = parse_limit(files)
+    duck_s = duckdb_parse(str(work / "corpus" / "claude" / "projects" / "**" / "*.jsonl"))
+    db = work / "wh" / "convarch.duckdb"
+    full = run_ingest(db, work / "corpus" / "claude")
+    again = run_ingest(db, work / "corpus" / "claude")
+    appended = sorted(files)[:5]
+    for f in appended:
+        lines = Path(f).read_text().splitlines()[-10:]
+        with open(f, "a") as fh:
+            fh.write("\n".join(lines) + "\n")
+    t = time.perf_counter()
+    append = run_ingest(db, work / "corpus" / "claude")
+    append["wall"] = time.perf_counter() - t
+
+    ingest_mbps = mb / full["seconds"]
+    results["ingest"] = {
+        "full_seconds": round(full["seconds"], 2), "mb_per_s": round(ingest_mbps, 1),
+        "parse_limit_mb_per_s": round(mb / limit_s, 1), "duckdb_raw_parse_mb_per_s": round(mb / duck_s, 1),
+        "ratio_to_parse_limit": round(full["seconds"] and (mb / full["seconds"]) / (mb / limit_s), 3),
+        "ratio_to_duckdb_parse": round((mb / full["seconds"]) / (mb / duck_s), 3),
+        "records": full["records"], "peak_rss_mb": round(full["peak_rss_mb"], 1),
+        "no_change_seconds": round(again["seconds"], 3),
+        "no_change_ratio_to_full": round(again["seconds"] / full["seconds"], 4),
+        "append_10_lines_x5_seconds": round(append["seconds"], 3), "append_records": append["records"],
+    }
+
+    import duckdb  # noqa: F401
+
+    sys.path.insert(0, str(HERE.parent))
+    import convarch
+    from convarch.handoff import build
+
+    con = convarch.connect(db)
+    lake = db.parent / f"{db.stem}.d" / "lake"
+    index_bytes = sum(p.stat().st_size for t in ("postings", "search_docs") for p in (lake / t).rglob("*.parquet"))
+    lake_bytes = sum(p.stat().st_size for p in lake.rglob("*.parquet"))
+    con.close()
+    lat = []
+    import random
+
+    rng = random.Random(3)
+    from generate import WORDS
+
+    for _ in range(30):
+        q = " ".join(rng.sample(WORDS[:30], 2))
+        t = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "convarch.cli", "--db", str(db), "search", q, "--json", "--limit", "10"],
+                       capture_output=True, check=False)
+        lat.append(time.perf_counter() - t)
+    noop = []
+    for _ in range(5):
+        t = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "convarch.cli", "--version"], capture_output=True, check=True)
+        noop.append(time.perf_counter() - t)
+    lat.sort()
+    results["search"] = {
+        "p50_ms": round(statistics.median(lat) * 1000, 1), "p95_ms": round(lat[int(len(lat) * 0.95) - 1] * 1000, 1),
+        "cli_startup_ms": round(statistics.median(noop) * 1000, 1),
+        "index_mb": round(index_bytes / 1e6, 1), "index_ratio_to_corpus": round(index_bytes / nbytes, 3),
+        "lake_mb": round(lake_bytes / 1e6, 1), "lake_ratio_to_corpus": round(lake_bytes / nbytes, 3),
+    }
+
+    print("chain corpus …", flush=True)
+    cdb = work / "chains" / "convarch.duckdb"
+    cbytes = generate_chain_corpus(work / "chain_corpus", args.chain_sessions, args.chain_records)
+    cingest = run_ingest(cdb, work / "chain_corpus" / "claude")
+    con = convarch.connect(cdb)
+    t = time.perf_counter()
+    n = con.execute("select count(*) from chain_messages").fetchone()[0]
+    chain_s = time.perf_counter() - t
+    con.close()
+    results["chains"] = {"sessions": args.chain_sessions, "records_per_session": args.chain_records,
+                         "chain_rows": n, "build_seconds": round(chain_s, 2),
+                         "ingest_seconds": round(cingest["seconds"], 2),
+                         "ratio_to_ingest": round(chain_s / cingest["seconds"], 3), "corpus_mb": round(cbytes / 1e6, 1)}
+
+    hdb = work / "handoff" / "convarch.duckdb"
+    generate_chain_corpus(work / "handoff_corpus", 1, 20000, seed=5)
+    run_ingest(hdb, work / "handoff_corpus" / "claude")
+    con = convarch.connect(hdb)
+    sid = con.execute("select session_id from sessions").fetchone()[0]
+    t = time.perf_counter()
+    doc = build(con, sid)
+    render_s = time.perf_counter() - t
+    con.close()
+    results["handoff"] = {"turns": 20000, "render_seconds": round(render_s, 2), "chars": len(doc)}
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    (args.out / f"results-{stamp}.json").write_text(json.dumps(results, indent=2))
+    (args.out / "latest.json").write_text(json.dumps(results, indent=2))
+    i, s, c, h = results["ingest"], results["search"], results["chains"], results["handoff"]
+    print(f"""
+corpus            {mb:.0f} MB, {corpus['files']} files, {i['records']} records
+ingest            {i['full_seconds']} s = {i['mb_per_s']} MB/s
+  vs parse limit  orjson on {os.cpu_count()} cores {i['parse_limit_mb_per_s']} MB/s -> ratio {i['ratio_to_parse_limit']} (target >= 0.3)
+  vs DuckDB parse read_csv lines + json_transform {i['duckdb_raw_parse_mb_per_s']} MB/s -> ratio {i['ratio_to_duckdb_parse']}
+  peak RSS        {i['peak_rss_mb']} MB (target < 1024 for 1 GB)
+no-change rerun   {i['no_change_seconds']} s -> ratio to full {i['no_change_ratio_to_full']} (target < 0.02)
+append 10 x 5     {i['append_10_lines_x5_seconds']} s for {i['append_records']} records
+search            p50 {s['p50_ms']} ms, p95 {s['p95_ms']} ms per CLI call (process start alone {s['cli_startup_ms']} ms)
+  index           {s['index_mb']} MB = {s['index_ratio_to_corpus']} of the corpus; whole lake {s['lake_ratio_to_corpus']}
+chains            {c['sessions']} x {c['records_per_session']}: {c['build_seconds']} s -> ratio to their ingest {c['ratio_to_ingest']}
+handoff           {h['turns']} turns rendered in {h['render_seconds']} s ({h['chars']} chars)
+results           {args.out / 'latest.json'}""")
+
+
+if __name__ == "__main__":
+    main()

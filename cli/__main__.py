@@ -1,0 +1,3 @@
+from convarch.cli import main
+
+main()

@@ -1,0 +1,108 @@
+-- grain: one row per matching document, best first: BM25 over the term postings (k1 = 1.2,
+-- b = 0.75), documents matching more of the query's terms first
+-- parameters: $terms (list of query terms), $fields (['message'] or ['message', 'tool']),
+--             $source, $cwd, $since, $until, $role (each may be null), $phrases (texts every
+--             hit must contain, case-insensitive; may be empty), $limit
+with query_terms as (
+    select distinct unnest($terms::varchar[]) as term
+),
+
+corpus as (
+    select count(*) as n_docs, avg(length) as avg_length
+    from search_docs
+    where list_contains($fields::varchar[], field)
+),
+
+hits as (
+    select p.*
+    from search_postings as p
+    where p.term in (select term from query_terms)
+        and list_contains($fields::varchar[], p.field)
+        and ($source is null or p.source = $source)
+),
+
+document_frequency as (
+    select term, count(*) as df
+    from hits
+    group by term
+),
+
+scored as (
+    select
+        h.source,
+        h.session_id,
+        h.file_id,
+        h.file_epoch,
+        h.line_no,
+        h.field,
+        count(*) as matched_terms,
+        sum(
+            ln(1 + (corpus.n_docs - df.df + 0.5) / (df.df + 0.5))
+            * h.tf * 2.2 / (h.tf + 1.2 * (0.25 + 0.75 * d.length / corpus.avg_length))
+        ) as score
+    from hits as h
+    join document_frequency as df using (term)
+    join search_docs as d
+        on d.file_id = h.file_id and d.file_epoch = h.file_epoch
+        and d.line_no = h.line_no and d.field = h.field
+    cross join corpus
+    group by all
+),
+
+filtered as (
+    select
+        s.*,
+        r.role,
+        r.message_id,
+        r."timestamp",
+        case when s.field = 'message' then r.text end as text,
+        sess.title,
+        sess.cwd
+    from scored as s
+    join stg_records as r
+        on r.file_id = s.file_id and r.file_epoch = s.file_epoch and r.line_no = s.line_no
+    left join sessions as sess
+        on sess.source = s.source and sess.session_id = s.session_id
+    where ($role is null or r.role = $role)
+        and ($since is null or r."timestamp" >= $since::timestamp)
+        and ($until is null or r."timestamp" < $until::timestamp)
+        and ($cwd is null or sess.cwd = $cwd or starts_with(sess.cwd, rtrim($cwd, '/') || '/'))
+),
+
+with_tools as (
+    select
+        f.*,
+        (
+            select string_agg(concat_ws(chr(10), b.tool_name, b.tool_input::varchar, b.output_text), chr(10)
+                              order by b.block_index)
+            from stg_blocks as b
+            where b.file_id = f.file_id and b.file_epoch = f.file_epoch and b.line_no = f.line_no
+                and f.field = 'tool'
+        ) as tool_text
+    from filtered as f
+),
+
+final as (
+    select
+        source,
+        session_id,
+        title,
+        cwd,
+        "timestamp",
+        role,
+        field,
+        message_id,
+        line_no,
+        file_id,
+        matched_terms,
+        round(score, 4) as score,
+        coalesce(text, tool_text) as body
+    from with_tools
+    where len($phrases::varchar[]) = 0
+        or list_bool_and(list_transform($phrases::varchar[],
+            lambda p: contains(lower(coalesce(text, tool_text, '')), lower(p))))
+)
+
+select * from final
+order by matched_terms desc, score desc, "timestamp" desc nulls last, session_id, line_no
+limit $limit
