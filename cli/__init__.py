@@ -62,6 +62,7 @@ def cli(ctx: click.Context, db: Path | None, debug: bool) -> None:
 
 from convarch.cli import handoff as _handoff  # noqa: E402
 from convarch.cli import ingest as _ingest  # noqa: E402
+from convarch.cli import quarantine as _quarantine  # noqa: E402
 from convarch.cli import query as _query  # noqa: E402
 from convarch.cli import search as _search  # noqa: E402
 from convarch.cli import show as _show  # noqa: E402
@@ -75,6 +76,7 @@ cli.add_command(_query.sql_command)
 cli.add_command(_handoff.handoff)
 cli.add_command(_search.search)
 cli.add_command(_show.show)
+cli.add_command(_quarantine.quarantine)
 
 
 def main() -> None:

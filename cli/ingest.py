@@ -19,9 +19,11 @@ from convarch.etl.ingest import ingest as run_ingest
 @click.option("--root", type=click.Path(path_type=Path),
               help="The store to read (the agent's home override, e.g. CLAUDE_CONFIG_DIR, or the store folder itself).")
 @click.option("--wait", default=30.0, show_default=True, help="Seconds to wait for another ingest to finish.")
+@click.option("--redact", is_flag=True,
+              help="Store secrets redacted as [REDACTED:kind] (this warehouse keeps doing so from now on).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
 @click.pass_obj
-def ingest(obj, source: str | None, all_: bool, root: Path | None, wait: float, as_json: bool) -> None:
+def ingest(obj, source: str | None, all_: bool, root: Path | None, wait: float, redact: bool, as_json: bool) -> None:
     """Copy agent session stores into the warehouse (only what changed since the last run)."""
     if all_ and (source or root):
         raise UsageError("give either --all or SOURCE [--root PATH], not both")
@@ -49,7 +51,7 @@ def ingest(obj, source: str | None, all_: bool, root: Path | None, wait: float, 
             bar.update(n)
 
     try:
-        summary = run_ingest(obj.layout, targets, on_plan=on_plan, progress=progress, wait_seconds=wait)
+        summary = run_ingest(obj.layout, targets, on_plan=on_plan, progress=progress, wait_seconds=wait, redact=redact)
     finally:
         if bar is not None:
             bar.__exit__(None, None, None)
@@ -67,7 +69,7 @@ def ingest(obj, source: str | None, all_: bool, root: Path | None, wait: float, 
     for path, reason in summary.skipped[:10]:
         click.echo(f"  skipped {path}: {reason}", err=True)
     if summary.quarantined:
-        click.echo(
-            f"  {summary.quarantined} bad records kept aside; list them with: convarch sql \"select * from quarantine\"",
-            err=True,
-        )
+        click.echo(f"  {summary.quarantined} bad records kept aside with the reason; list them with: convarch quarantine",
+                   err=True)
+    if summary.redacted:
+        click.echo(f"  {summary.redacted} secrets redacted before storing", err=True)

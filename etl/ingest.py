@@ -23,6 +23,7 @@ from convarch.etl.layout import Layout
 from convarch.etl.lines import split_snapshot
 from convarch.etl.load import BatchWriter, FileContext, Written
 from convarch.etl.publish import TABLES, publish, read_manifest
+from convarch.etl.redact import Redactor, redact_json_line
 from convarch.etl.state import open_state
 
 FLUSH_BYTES = 64 << 20
@@ -41,6 +42,9 @@ class Summary:
     records_added: int = 0
     quarantined: int = 0
     seconds: float = 0.0
+    index_seconds: float = 0.0
+    redacting: bool = False
+    redacted: int = 0
     skipped: list[tuple[str, str]] = field(default_factory=list)
 
     def as_json(self) -> dict:
@@ -54,6 +58,9 @@ class Summary:
             "records_added": self.records_added,
             "quarantined": self.quarantined,
             "seconds": round(self.seconds, 3),
+            "index_seconds": round(self.index_seconds, 3),
+            "redacting": self.redacting,
+            "redacted": self.redacted,
             "skipped": [{"path": p, "reason": r} for p, r in self.skipped],
         }
 
@@ -78,16 +85,21 @@ def ingest(
     on_plan: Callable[[int, int], None] | None = None,
     progress: Progress | None = None,
     wait_seconds: float = 30.0,
+    redact: bool = False,
 ) -> Summary:
-    """Ingest every (adapter, store root) pair into the warehouse at `layout`."""
+    """Ingest every (adapter, store root) pair into the warehouse at `layout`.
+
+    With `redact`, secrets are replaced by `[REDACTED:kind]` before anything is stored, and
+    the warehouse remembers it: later runs redact too.
+    """
     old_umask = os.umask(0o077)  # whatever DuckDB or we create is private to the user
     try:
-        return _ingest(layout, list(targets), on_plan, progress, wait_seconds)
+        return _ingest(layout, list(targets), on_plan, progress, wait_seconds, redact)
     finally:
         os.umask(old_umask)
 
 
-def _ingest(layout, targets, on_plan, progress, wait_seconds) -> Summary:
+def _ingest(layout, targets, on_plan, progress, wait_seconds, redact) -> Summary:
     t0 = time.monotonic()
     layout.create()
     state = open_state(layout.state_db, wait_seconds=wait_seconds)
@@ -95,6 +107,10 @@ def _ingest(layout, targets, on_plan, progress, wait_seconds) -> Summary:
     staging: Path | None = None
     try:
         _recover(layout, state)
+        if redact:
+            state.execute("insert or replace into settings values ('redact', 'true')")
+        redacting = state.execute("select value from settings where key = 'redact'").fetchone() == ("true",)
+        summary.redacting = redacting
         run_id = state.execute("select nextval('run_id_seq')").fetchone()[0]
         summary.run_id = run_id
         targets = list(targets)
@@ -250,6 +266,7 @@ def _extract(layout, staging, run_id, state, changed: list[Planned], summary: Su
                     u["quarantined_added"] = writer.quarantined_by_file.get(u["file_id"], 0)
             written.extend(writer.written)
             sessions |= writer.sessions
+            summary.index_seconds += writer.index_seconds
         finally:
             writer.close()
     return written, updates, sessions
@@ -283,12 +300,22 @@ def _read_file(p: Planned, state, writer: BatchWriter, snapdir: Path, run_id: in
         session_hint=p.file.session_hint,
         parent_session_hint=p.file.parent_session_hint,
     )
-    for batch in split_snapshot(dest, file_id, s.start, lines_read + 1, keep_offsets=p.file.container == "jsonl"):
+    transform = None
+    if summary.redacting:
+        redactor = Redactor()
+
+        def transform(line: str) -> str:
+            return redact_json_line(line, redactor)
+
+    for batch in split_snapshot(dest, file_id, s.start, lines_read + 1, keep_offsets=p.file.container == "jsonl",
+                                transform=transform):
         writer.add(ctx, batch.table, batch.bad, batch.nbytes)
         lines_read += batch.lines
         if writer.pending_bytes >= FLUSH_BYTES:
             writer.flush()
     dest.unlink()
+    if transform is not None:
+        summary.redacted += sum(redactor.counts.values())
     return {
         "file_id": file_id,
         "source": p.file.source,

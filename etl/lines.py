@@ -6,7 +6,7 @@ UTF-8 never reach the parser: they are set aside for quarantine with their bytes
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,7 +38,8 @@ class LineBatch:
 
 
 def split_snapshot(
-    path: Path, file_id: int, start_offset: int, first_line_no: int, *, keep_offsets: bool = True
+    path: Path, file_id: int, start_offset: int, first_line_no: int, *, keep_offsets: bool = True,
+    transform: Callable[[str], str] | None = None,
 ) -> Iterator[LineBatch]:
     """Yield batches of complete lines from a snapshot that begins at `start_offset` of the
     original and whose first line is physical line `first_line_no`."""
@@ -56,7 +57,7 @@ def split_snapshot(
                 carry = data
                 continue
             body, carry = data[: cut + 1], data[cut + 1 :]
-            batch, line_no, offset = _split(body, file_id, line_no, offset)
+            batch, line_no, offset = _split(body, file_id, line_no, offset, transform)
             if not keep_offsets:      # a compacted document: its bytes are not the original's
                 batch.nbytes = len(body)
             yield batch
@@ -64,7 +65,8 @@ def split_snapshot(
                 return
 
 
-def _split(body: bytes, file_id: int, line_no: int, offset: int) -> tuple[LineBatch, int, int]:
+def _split(body: bytes, file_id: int, line_no: int, offset: int,
+           transform: Callable[[str], str] | None = None) -> tuple[LineBatch, int, int]:
     nos: list[int] = []
     offs: list[int] = []
     texts: list[str] = []
@@ -89,7 +91,7 @@ def _split(body: bytes, file_id: int, line_no: int, offset: int) -> tuple[LineBa
             continue
         nos.append(no)
         offs.append(here)
-        texts.append(text)
+        texts.append(transform(text) if transform else text)
     table = pa.table(
         [pa.array([file_id] * len(nos), pa.int64()), pa.array(nos, pa.int64()), pa.array(offs, pa.int64()), pa.array(texts, pa.string())],
         schema=LINES_SCHEMA,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -93,6 +94,7 @@ class BatchWriter:
         self.records_by_file: dict[int, int] = {}
         self.quarantined_by_file: dict[int, int] = {}
         self.sessions: set[tuple[str, str]] = set()
+        self.index_seconds = 0.0
 
     def add(self, ctx: FileContext, table: pa.Table, bad: list[BadLine], nbytes: int) -> None:
         self.files[ctx.file_id] = ctx
@@ -136,12 +138,15 @@ class BatchWriter:
             )
             self._copy("records", "select * exclude (content) from records_batch", out, k)
             self._copy("blocks", "select * from blocks_batch", out, k)
+            t_index = time.perf_counter()
             con.execute(f"create or replace temp table search_docs_batch as {sql.read('search/docs')}")
-            self._copy("search_docs", "select * exclude (tokens), len(tokens) as length from search_docs_batch", out, k)
+            con.execute(f"create or replace temp table search_words_batch as {sql.read('search/words')}")
+            self._copy("search_docs", sql.read("search/doc_lengths"), out, k)
             self._copy("postings", sql.read("search/postings"), out, k)
+            self.index_seconds += time.perf_counter() - t_index
             con.unregister("lines_all")
             con.execute("drop table lines; drop table lines_checked; drop table records_batch; "
-                        "drop table blocks_batch; drop table search_docs_batch")
+                        "drop table blocks_batch; drop table search_docs_batch; drop table search_words_batch")
         if self.bad:
             con.register("quarantine_batch", self._quarantine_table())
             for fid, n in con.execute("select file_id, count(*) from quarantine_batch group by 1").fetchall():
@@ -155,13 +160,16 @@ class BatchWriter:
 
     def _copy(self, table: str, select: str, out: Path, k: int) -> None:
         target = out / table
-        rows = self.con.execute(f"select source, month, count(*) from ({select}) group by all").fetchall()
+        self.con.execute(f"create or replace temp table copy_batch as {select}")
+        rows = self.con.execute("select source, month, count(*) from copy_batch group by all").fetchall()
         if not rows:
+            self.con.execute("drop table copy_batch")
             return
         self.con.execute(
-            f"copy ({select}) to '{_sql_str(target)}' (format parquet, compression zstd, "
+            f"copy copy_batch to '{_sql_str(target)}' (format parquet, compression zstd, "
             f"partition_by (source, month), filename_pattern 'r{self.run_id:06d}_b{k:05d}_{{i}}')"
         )
+        self.con.execute("drop table copy_batch")
         counts = {(s, m): n for s, m, n in rows}
         for dirpath, _dirs, names in os.walk(target):
             for name in names:

@@ -40,7 +40,8 @@ def seed_schemas() -> dict[str, pa.Schema]:
     blocks = con.sql("select * exclude (source, month) from blocks_batch").to_arrow_table().schema
     con.execute(sql.read("search/macros"))
     con.execute(f"create temp table search_docs_batch as {sql.read('search/docs')}")
-    docs = con.sql("select * exclude (tokens, source, month), len(tokens) as length from search_docs_batch").to_arrow_table().schema
+    con.execute(f"create temp table search_words_batch as {sql.read('search/words')}")
+    docs = con.sql(f"select * exclude (source, month) from ({sql.read('search/doc_lengths')})").to_arrow_table().schema
     postings = con.sql(f"select * exclude (source, month) from ({sql.read('search/postings')})").to_arrow_table().schema
     con.close()
     quarantine = pa.schema([f for f in QUARANTINE_SCHEMA if f.name not in ("source", "month")])

@@ -18,7 +18,7 @@ import duckdb
 
 from convarch import sql
 from convarch.handoff import values
-from convarch.handoff.secrets import Redactor
+from convarch.etl.redact import Redactor
 
 DECISION_CUES = re.compile(
     r"(?i)^(?:please\s+)?(?:don'?t|do not|never|always|must|use|switch|stop|prefer|make sure|avoid|keep|"

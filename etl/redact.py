@@ -1,4 +1,5 @@
-"""Secret shapes redacted from everything a handoff shows, with their label kept.
+"""Secret shapes redacted from handoffs (always) and from the archive (with `ingest --redact`),
+with their label kept.
 
 A handoff is text a user pastes into another tool, often another vendor's: anything that looks
 like a credential is replaced by `[REDACTED:<kind>]` wherever it occurs. Patterns follow the
@@ -7,6 +8,7 @@ label so the reader still knows a secret was there.
 """
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -74,3 +76,37 @@ class Redactor:
             self.counts[kind] += 1
             return f"{m.group(1)}[REDACTED:{kind}]{m.group(3)}"
         return sub
+
+
+def redact_json_line(line: str, redactor: Redactor) -> str:
+    """Redact a JSON line for storage, keeping it valid JSON.
+
+    A text pass first keeps the line byte-identical apart from the secrets; then every string
+    value is checked once decoded, which finds secrets the raw text hides behind JSON escapes
+    (a quoted `\"password\": \"…\"` inside a tool result). The line is re-serialized only
+    when that second pass changed something, or when a secret spanned JSON syntax.
+    """
+    out = redactor(line)
+    try:
+        value = json.loads(out)
+    except ValueError:
+        try:
+            value = json.loads(line)
+        except ValueError:
+            return out                      # not JSON at all: redacted as text
+        return json.dumps(_walk(value, redactor), ensure_ascii=False, separators=(",", ":"))
+    before = sum(redactor.counts.values())
+    walked = _walk(value, redactor)
+    if sum(redactor.counts.values()) == before:
+        return out
+    return json.dumps(walked, ensure_ascii=False, separators=(",", ":"))
+
+
+def _walk(value, redactor: Redactor):
+    if isinstance(value, str):
+        return redactor(value)
+    if isinstance(value, list):
+        return [_walk(v, redactor) for v in value]
+    if isinstance(value, dict):
+        return {k: _walk(v, redactor) for k, v in value.items()}
+    return value
