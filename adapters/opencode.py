@@ -178,7 +178,7 @@ def _single(path: Path) -> SourceFile:
 def to_lines(copy: Path, file: SourceFile) -> Iterator[bytes]:
     """JSON lines of a private copy: database rows, or one file of the tree."""
     if file.container == "sqlite":
-        yield from _db_lines(copy)
+        yield from db_lines(copy)
     else:
         yield from _file_lines(copy, file)
 
@@ -232,7 +232,7 @@ def _export_lines(doc: dict) -> Iterator[bytes]:
 
 # --- the database --------------------------------------------------------------------------
 
-def _db_lines(copy: Path) -> Iterator[bytes]:
+def db_lines(copy: Path) -> Iterator[bytes]:
     # The copy is private to this run: opening it read-write lets SQLite replay its -wal or
     # roll back a hot journal. query_only keeps this reader from changing anything else.
     con = sqlite3.connect(f"file:{copy}?mode=rw", uri=True)

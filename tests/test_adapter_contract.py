@@ -100,3 +100,12 @@ def test_damaged_copy_never_crashes(tmp_path, name, damage):
     bad = scalar(db, "select count(*) from quarantine")
     assert loaded + bad > 0
     assert summary.records_added == loaded
+
+
+def test_registry_documents_every_adapter():
+    readme = (REPO / "README.md").read_text()
+    assert len(adapters.ADAPTERS) >= 24
+    for name in adapters.ADAPTERS:
+        assert name in adapters.EVIDENCE, f"{name}: add its evidence level to adapters.EVIDENCE"
+        assert f"`{name}`" in readme, f"{name}: add it to the README's source table"
+        assert (REPO / "fixtures" / name).is_dir(), f"{name}: no fixtures/{name}"

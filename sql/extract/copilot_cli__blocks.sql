@@ -1,0 +1,48 @@
+-- grain: one row per content block of a Copilot CLI record: text, thinking, redacted_thinking
+--        (encrypted reasoning, size only), attachment (a file named in a prompt), tool_use (a
+--        requested call, or a tool.execution_start nobody requested) and tool_result
+-- input: records_batch (the output of copilot_cli__records, whose `content` is a list of
+--        normalized blocks {type, text, call_id, name, input, output, is_error, media_type,
+--        data_chars})
+with exploded as (
+    select
+        source,
+        session_id,
+        file_id,
+        file_epoch,
+        line_no,
+        message_id,
+        month,
+        unnest(json_transform(content, '[{
+            "type": "VARCHAR", "text": "VARCHAR", "call_id": "VARCHAR", "name": "VARCHAR",
+            "input": "JSON", "output": "VARCHAR", "is_error": "BOOLEAN",
+            "media_type": "VARCHAR", "data_chars": "BIGINT"
+        }]')) as b,
+        unnest(range(json_array_length(content)::bigint)) as block_index
+    from records_batch
+    where json_type(content) = 'ARRAY'
+),
+
+final as (
+    select
+        source,
+        session_id,
+        file_id,
+        file_epoch,
+        line_no,
+        message_id,
+        block_index,
+        coalesce(b.type, 'unknown') as block_type,
+        b.text,
+        b.call_id,
+        case when b.type = 'tool_use' then b.name end as tool_name,
+        b.input as tool_input,
+        case when b.type = 'tool_result' then b.output end as output_text,
+        b.is_error,
+        b.media_type,
+        b.data_chars,
+        month
+    from exploded
+)
+
+select * from final

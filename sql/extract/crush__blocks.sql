@@ -1,0 +1,47 @@
+-- grain: one row per part of a Crush message: text, thinking (reasoning), image (image_url or
+--        an image binary), file (another binary), tool_use (tool_call), tool_result (the part of a
+--        role=tool message), shell_command (command and output); finish parts are not blocks
+-- input: records_batch (the output of crush__records, whose `content` is a list of normalized
+--        blocks {type, text, call_id, name, input, output, is_error, media_type, data_chars})
+with exploded as (
+    select
+        source,
+        session_id,
+        file_id,
+        file_epoch,
+        line_no,
+        message_id,
+        month,
+        unnest(json_transform(content, '[{
+            "type": "VARCHAR", "text": "VARCHAR", "call_id": "VARCHAR", "name": "VARCHAR",
+            "input": "JSON", "output": "VARCHAR", "is_error": "BOOLEAN",
+            "media_type": "VARCHAR", "data_chars": "BIGINT"
+        }]')) as b,
+        unnest(range(json_array_length(content)::bigint)) as block_index
+    from records_batch
+    where json_type(content) = 'ARRAY'
+),
+
+final as (
+    select
+        source,
+        session_id,
+        file_id,
+        file_epoch,
+        line_no,
+        message_id,
+        block_index,
+        coalesce(b.type, 'unknown') as block_type,
+        b.text,
+        b.call_id,
+        case when b.type = 'tool_use' then b.name end as tool_name,
+        b.input as tool_input,
+        case when b.type in ('tool_result', 'shell_command') then b.output end as output_text,
+        b.is_error,
+        b.media_type,
+        b.data_chars,
+        month
+    from exploded
+)
+
+select * from final
