@@ -60,11 +60,15 @@ def cli(ctx: click.Context, db: Path | None, debug: bool) -> None:
     ctx.obj = Context(str(db) if db else None, debug)
 
 
+from convarch.cli import export as _export  # noqa: E402
 from convarch.cli import handoff as _handoff  # noqa: E402
 from convarch.cli import ingest as _ingest  # noqa: E402
 from convarch.cli import quarantine as _quarantine  # noqa: E402
 from convarch.cli import query as _query  # noqa: E402
+from convarch.cli import schema as _schema  # noqa: E402
+from convarch.cli import doctor as _doctor  # noqa: E402
 from convarch.cli import search as _search  # noqa: E402
+from convarch.cli import watch as _watch  # noqa: E402
 from convarch.cli import show as _show  # noqa: E402
 from convarch.cli import sessions as _sessions  # noqa: E402
 from convarch.cli import sources as _sources  # noqa: E402
@@ -76,7 +80,11 @@ cli.add_command(_query.sql_command)
 cli.add_command(_handoff.handoff)
 cli.add_command(_search.search)
 cli.add_command(_show.show)
+cli.add_command(_schema.schema)
+cli.add_command(_export.export)
 cli.add_command(_quarantine.quarantine)
+cli.add_command(_watch.watch)
+cli.add_command(_doctor.doctor)
 
 
 def main() -> None:

@@ -34,6 +34,7 @@ def _describe(adapter) -> dict:
         "source": adapter.NAME,
         "title": adapter.TITLE,
         "env_vars": list(adapter.ENV_VARS),
+        "evidence": adapters.EVIDENCE.get(adapter.NAME, adapters.OWN),
         "found": any(loc["found"] for loc in locations),
         "files": sum(loc["files"] for loc in locations),
         "bytes": sum(loc["bytes"] for loc in locations),
@@ -52,8 +53,9 @@ def sources(as_json: bool) -> None:
     table = []
     for r in rows:
         for loc in r["locations"]:
-            table.append([r["source"], "yes" if loc["found"] else "no", loc["files"], _size(loc["bytes"]), loc["path"]])
-    emit_table(["source", "found", "files", "size", "location"], table, max_width=80)
+            table.append([r["source"], "yes" if loc["found"] else "no", loc["files"], _size(loc["bytes"]),
+                          r["evidence"], loc["path"]])
+    emit_table(["source", "found", "files", "size", "tested on", "location"], table, max_width=80)
 
 
 def _size(n: int) -> str:

@@ -100,21 +100,29 @@ class ExportResult:
 # --- names from data ---------------------------------------------------------------------
 
 _SAFE = re.compile(r"[A-Za-z0-9_-]")
+#: The only files an export ever removes: partition files of the shape it writes.
+_OWN_FILE = re.compile(r"[a-z_]+/source=[A-Za-z0-9_%~-]+/month=[A-Za-z0-9_%~-]+/[A-Za-z0-9_-]+\.parquet")
 
 
 def partition_value(value: str | None) -> str:
-    """A partition value as a folder-name segment: every byte outside [A-Za-z0-9_-] is
-    percent-encoded (Hive's escaping, which DuckDB, Spark, Trino and pyarrow undo), so a value
-    can never hold a `/`, be `.` or `..`, or otherwise leave its folder. Null and the empty
-    string become Hive's null partition."""
+    """A partition value as a folder-name segment: every character outside [A-Za-z0-9_-] is
+    percent-encoded as UTF-8 (Hive's escaping, which DuckDB, Spark, Trino and pyarrow undo), so
+    a value can never hold a `/`, be `.` or `..`, or otherwise leave its folder. Null and the
+    empty string become Hive's null partition; a very long value is cut and given a hash."""
     if value is None or value == "":
         return NULL_PARTITION
-    out = "".join(ch if _SAFE.fullmatch(ch) else "".join(f"%{b:02X}" for b in ch.encode("utf-8")) for ch in value)
+    pieces = [ch if _SAFE.fullmatch(ch) else "".join(f"%{b:02X}" for b in ch.encode("utf-8")) for ch in value]
+    out = "".join(pieces)
     if out == NULL_PARTITION:
         out = "%5F" + out[1:]
-    if len(out) > 180:  # keep folder names well under the usual 255-byte limit
-        out = out[:160].rsplit("%", 1)[0] if "%" in out[155:160] else out[:160]
-        out += "~" + hashlib.sha256(value.encode("utf-8")).hexdigest()[:16]
+    if len(out) > 180:  # folder names stay well under the usual 255-byte limit
+        kept, size = [], 0
+        for piece in pieces:
+            if size + len(piece) > 160:
+                break
+            kept.append(piece)
+            size += len(piece)
+        out = "".join(kept) + "~" + hashlib.sha256(value.encode("utf-8")).hexdigest()[:16]
     return out
 
 
@@ -164,11 +172,12 @@ def export(db: str | os.PathLike | None, dest: str | os.PathLike, *, since: str 
         tmp = Path(tempfile.mkdtemp(prefix=TMP_PREFIX, dir=root))
         os.chmod(tmp, 0o700)
         try:
+            if not (root / MANIFEST).exists():   # claim the folder first, so a crashed first run can resume
+                _write_if_changed(root / MANIFEST, (json.dumps({"format": FORMAT, "tables": {}}) + "\n").encode(), tmp)
             con = connect(db)
             try:
                 con.execute("set TimeZone = 'UTC'")
                 con.execute("set temp_directory = ?", [str(tmp / "spill")])
-                con.execute("set preserve_insertion_order = true")
                 result, manifest, types = _export_tables(con, root, tmp, old, since_at)
                 views = docs.describe(con, tuple(t.name for t in TABLES))
             finally:
@@ -266,10 +275,7 @@ def _export_tables(con, root: Path, tmp: Path, old: dict, since_at: datetime | N
             f"order by source, {MONTH}, {spec.order_by}",
             {"since": since_at},
         )
-        out_cols = [(c, t) for c, t in con.execute(
-            "select column_name, data_type from duckdb_columns() "
-            "where table_name = ? and schema_name = 'temp' order by column_index", [staged]
-        ).fetchall() if c != MONTH]
+        out_cols = [(r[0], r[1]) for r in con.execute(f"describe {staged}").fetchall() if r[0] != MONTH]
         types[spec.name] = dict(out_cols)
         file_cols = [c for c, _ in out_cols if c != "source"]
         signature = hashlib.sha256(json.dumps([FORMAT, duckdb.__version__, out_cols]).encode()).hexdigest()
@@ -283,8 +289,8 @@ def _export_tables(con, root: Path, tmp: Path, old: dict, since_at: datetime | N
             key = partition_key(source, month)
             rel = f"{spec.name}/{key}/{file_name(spec.name, source, month)}"
             final = root / rel
-            if not _inside(root, final.parent.parent.parent):
-                raise ConvarchError(f"partition path {rel!r} would leave {root}")
+            if key in parts or not _inside(root, final):
+                raise ConvarchError(f"partition {key!r} of {spec.name} collides or would leave {root}")
             fingerprint = hashlib.sha256(f"{signature}|{rows}|{hash_sum}|{hash_xor}".encode()).hexdigest()[:32]
             prev = old_parts.get(key)
             res.rows += rows
@@ -305,6 +311,7 @@ def _export_tables(con, root: Path, tmp: Path, old: dict, since_at: datetime | N
             if not _inside(root, final.parent):
                 raise ConvarchError(f"partition folder {final.parent} is outside {root}")
             os.replace(staged_file, final)
+            _fsync_dir(final.parent)
             parts[key] = {"file": rel, "rows": rows, "bytes": final.stat().st_size, "fingerprint": fingerprint,
                           "source": source, "month": month}
             res.written.append(rel)
@@ -365,7 +372,7 @@ def _remove_stale(root: Path, old: dict, new: dict) -> dict[str, list[str]]:
             if not isinstance(rel, str) or rel in keep:
                 continue
             path = root / rel
-            if ".." in Path(rel).parts or Path(rel).is_absolute() or not _inside(root, path.parent):
+            if not _OWN_FILE.fullmatch(rel) or ".." in Path(rel).parts or not _inside(root, path.parent):
                 continue
             if path.is_file() and not path.is_symlink():
                 path.unlink()
@@ -416,8 +423,8 @@ def render_readme(views: list[docs.View], types: dict[str, dict[str, str]], mani
     lines = [
         "# convarch export",
         "",
-        "Conversations archived by [convarch](https://pypi.org/project/convarch/) from coding agents' "
-        "session stores, as plain Parquet. Written by `convarch export`"
+        "Conversations that convarch archived from coding agents' session stores, as plain "
+        "Parquet. Written by `convarch export`"
         + (f" with `--since {since}` (only rows at or after that time, UTC)" if since else "")
         + "; re-running it rewrites only the partitions whose rows changed.",
         "",
@@ -464,16 +471,14 @@ def render_readme(views: list[docs.View], types: dict[str, dict[str, str]], mani
         "## Tables",
         "",
     ]
-    documented = [
-        docs.View(v.name, v.grain, tuple(
-            c for c in v.columns if c.name != "source"
-        ) + (
-            docs.Column("source", "VARCHAR (partition)", next((c.description for c in v.columns if c.name == "source"), "")),
-            docs.Column("month", "VARCHAR (partition)",
-                        "UTC month (YYYY-MM) of " + ("started_at" if v.name == "sessions" else "timestamp")
-                        + "; null when it has none"),
-        ))
-        for v in views
-    ]
-    lines.append(docs.schema_markdown(documented, heading="###", types=types))
+    documented = []
+    for v in views:
+        shown = types.get(v.name, {})
+        cols = [docs.Column(c.name, shown.get(c.name, c.type), c.description) for c in v.columns if c.name != "source"]
+        source_doc = next((c.description for c in v.columns if c.name == "source"), "")
+        month_of = "started_at" if v.name == "sessions" else "timestamp"
+        cols.append(docs.Column("source", "VARCHAR (partition)", source_doc))
+        cols.append(docs.Column("month", "VARCHAR (partition)", f"UTC month (YYYY-MM) of {month_of}; null when it has none"))
+        documented.append(docs.View(v.name, v.grain, tuple(cols)))
+    lines.append(docs.schema_markdown(documented, heading="###"))
     return "\n".join(lines).rstrip() + "\n"

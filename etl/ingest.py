@@ -22,7 +22,8 @@ from convarch.etl import snapshot as snap
 from convarch.etl.layout import Layout
 from convarch.etl.lines import split_snapshot
 from convarch.etl.load import BatchWriter, FileContext, Written
-from convarch.etl.publish import TABLES, publish, read_manifest
+from convarch.etl.chains import materialize
+from convarch.etl.publish import TABLES, ensure_seeds, publish, read_manifest
 from convarch.etl.redact import Redactor, redact_json_line
 from convarch.etl.state import open_state
 
@@ -43,6 +44,7 @@ class Summary:
     quarantined: int = 0
     seconds: float = 0.0
     index_seconds: float = 0.0
+    chain_seconds: float = 0.0
     redacting: bool = False
     redacted: int = 0
     skipped: list[tuple[str, str]] = field(default_factory=list)
@@ -59,6 +61,7 @@ class Summary:
             "quarantined": self.quarantined,
             "seconds": round(self.seconds, 3),
             "index_seconds": round(self.index_seconds, 3),
+            "chain_seconds": round(self.chain_seconds, 3),
             "redacting": self.redacting,
             "redacted": self.redacted,
             "skipped": [{"path": p, "reason": r} for p, r in self.skipped],
@@ -129,6 +132,10 @@ def _ingest(layout, targets, on_plan, progress, wait_seconds, redact) -> Summary
         written, updates, sessions = _extract(layout, staging, run_id, state, changed, summary, progress)
         touched = [p for p in plans if p.action == "touched"]
         _move_into_lake(layout, staging, written)
+        chain_written, summary.chain_seconds = materialize(
+            layout, state, run_id, [(u["file_id"], u["epoch"], u["source"]) for u in updates], written, staging, ensure_seeds(layout))
+        _move_into_lake(layout, staging, chain_written)
+        written += chain_written
         summary.sessions = len(sessions)
         summary.files_changed = len(changed)
         _commit(state, run_id, written, updates, touched, gone, summary, t0)
@@ -413,20 +420,21 @@ def _commit(state, run_id, written, updates, touched, gone, summary: Summary, t0
             if u["action"] == "new":
                 state.execute(
                     "insert into source_files (file_id, source, path, dev, inode, size, mtime_ns, \"offset\", head_len, head_hash, "
-                    "epoch, tail_bytes, lines_read, records, quarantined, session_hint, parent_session_hint, first_run_id, last_run_id) "
-                    "values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "epoch, tail_bytes, lines_read, records, quarantined, session_hint, parent_session_hint, first_run_id, "
+                    "last_run_id, chain_run_id) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     [u["file_id"], u["source"], u["path"], st.dev, st.inode, u["size"], st.mtime_ns, u["offset"], u["head_len"],
                      u["head_hash"], u["epoch"], u["tail_bytes"], u["lines_read"], added, quarantined, u["session_hint"],
-                     u["parent_session_hint"], run_id, run_id],
+                     u["parent_session_hint"], run_id, run_id, run_id],
                 )
             else:
                 reset = u["action"] == "rewrite"
                 state.execute(
                     "update source_files set path = ?, dev = ?, inode = ?, size = ?, mtime_ns = ?, \"offset\" = ?, head_len = ?, head_hash = ?, "
                     "epoch = ?, tail_bytes = ?, lines_read = ?, records = (case when ? then 0 else records end) + ?, "
-                    "quarantined = (case when ? then 0 else quarantined end) + ?, last_run_id = ?, gone = false where file_id = ?",
+                    "quarantined = (case when ? then 0 else quarantined end) + ?, last_run_id = ?, chain_run_id = ?, gone = false "
+                    "where file_id = ?",
                     [u["path"], st.dev, st.inode, u["size"], st.mtime_ns, u["offset"], u["head_len"], u["head_hash"], u["epoch"],
-                     u["tail_bytes"], u["lines_read"], reset, added, reset, quarantined, run_id, u["file_id"]],
+                     u["tail_bytes"], u["lines_read"], reset, added, reset, quarantined, run_id, run_id, u["file_id"]],
                 )
         for p in touched:
             state.execute(

@@ -5,6 +5,7 @@ catalog names is deleted while it is current), and the next open sees the new st
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -15,15 +16,25 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from convarch import sql
+from convarch.sql import docs
 from convarch.adapters import claude_code
 from convarch.etl.duck import connect
 from convarch.etl.layout import Layout, make_private
+from convarch.etl.chains import CHAIN_VIEWS, MATERIALIZED, define_chain_views
 from convarch.etl.load import QUARANTINE_SCHEMA
 
-TABLES = ("records", "blocks", "quarantine", "search_docs", "postings")
+TABLES = ("records", "blocks", "quarantine", "search_docs", "postings", *MATERIALIZED)
 SEED_SOURCE = "_schema"
 
 
+def _schema_sources() -> str:
+    """The text every stored table's columns follow from; its hash names the seed files."""
+    names = [claude_code.EXTRACT.records, claude_code.EXTRACT.blocks, "search/docs", "search/words",
+             "search/postings", "search/doc_lengths", *CHAIN_VIEWS]
+    return "\n".join(sql.read(n) for n in names) + str(QUARANTINE_SCHEMA)
+
+
+@functools.cache
 def seed_schemas() -> dict[str, pa.Schema]:
     """The stored column set of each table, taken from the extraction SQL itself run on empty
     input, so the schema and the SQL can never disagree."""
@@ -43,22 +54,31 @@ def seed_schemas() -> dict[str, pa.Schema]:
     con.execute(f"create temp table search_words_batch as {sql.read('search/words')}")
     docs = con.sql(f"select * exclude (source, month) from ({sql.read('search/doc_lengths')})").to_arrow_table().schema
     postings = con.sql(f"select * exclude (source, month) from ({sql.read('search/postings')})").to_arrow_table().schema
+    con.execute("create view stg_records as select * exclude (content) from records_batch")
+    con.execute("create view stg_blocks as select * from blocks_batch")
+    define_chain_views(con)
+    chains = {}
+    for name in MATERIALIZED:
+        cols = [r[0] for r in con.execute(f"describe {name}").fetchall()]
+        body = "* exclude (source)" if "source" in cols else "*"
+        chains[name] = con.sql(f"select {body}, 0::bigint as chain_run_id from {name}").to_arrow_table().schema
     con.close()
     quarantine = pa.schema([f for f in QUARANTINE_SCHEMA if f.name not in ("source", "month")])
-    return {"records": records, "blocks": blocks, "quarantine": quarantine, "search_docs": docs, "postings": postings}
+    return {"records": records, "blocks": blocks, "quarantine": quarantine, "search_docs": docs,
+            "postings": postings, **chains}
 
 
 def ensure_seeds(layout: Layout) -> dict[str, Path]:
     """One empty Parquet file per table and schema version, so views always bind."""
     seeds: dict[str, Path] = {}
-    for table, schema in seed_schemas().items():
-        digest = hashlib.sha256(str(schema).encode()).hexdigest()[:12]
+    digest = hashlib.sha256(_schema_sources().encode()).hexdigest()[:12]
+    for table in TABLES:
         folder = layout.lake / table / f"source={SEED_SOURCE}" / "month=_"
         path = folder / f"seed-{digest}.parquet"
         if not path.exists():
+            schema = seed_schemas()[table]
             folder.mkdir(parents=True, exist_ok=True)
-            for old in folder.glob("seed-*.parquet"):
-                old.unlink()
+            # earlier seeds stay: a reader may still hold a catalog that names them
             tmp = path.with_suffix(".tmp")
             pq.write_table(schema.empty_table(), tmp, compression="zstd")
             make_private(tmp)
@@ -98,9 +118,13 @@ def publish(layout: Layout, state: duckdb.DuckDBPyConnection, run_id: int) -> No
         for name in sql.VIEWS:
             text = sql.read(name)
             view = sql.view_name(name)
-            con.execute(f"create view {view} as {text}")
-            if g := sql.grain(text):
+            if view.startswith("int_chain_"):
+                continue          # only ingest needs these: it materializes the chains
+            body = sql.read("materialized").replace("{name}", view) if view in MATERIALIZED else text
+            con.execute(f"create view {view} as {body}")
+            if g := docs.grain(text):
                 con.execute(f"comment on view {view} is {_quote(g)}")
+            docs.apply_comments(con, view, text)
         con.execute("checkpoint")
     finally:
         con.close()

@@ -83,21 +83,21 @@ summaries as (
 
 final as (
     select
-        leaves.session_id,
-        leaves.message_id as leaf_id,
-        leaves.is_default_leaf as is_default,
-        leaves."timestamp" as leaf_timestamp,
-        summaries.summary,
-        lengths.length,
-        leaves.is_sidechain,
-        records.role as leaf_role,
-        leaves.kind as leaf_kind,
-        records.text as leaf_text,
-        records.source,
-        leaves.file_id,
-        leaves.node as leaf_node,
-        leaves.line_no as leaf_line_no,
-        records.source_file
+        leaves.session_id,  -- session the row belongs to; unique within its source (join sessions on source, session_id)
+        leaves.message_id as leaf_id,  -- uuid of the branch's last message (the leaf)
+        leaves.is_default_leaf as is_default,  -- the branch Claude Code resumes; one per file
+        leaves."timestamp" as leaf_timestamp,  -- time of the leaf message (UTC)
+        summaries.summary,  -- text of the file's last summary record that names this leaf, if any
+        lengths.length,  -- messages from the root to the leaf along the parents Claude Code resumes with
+        leaves.is_sidechain,  -- the leaf is on a subagent's side chain
+        records.role as leaf_role,  -- role of the leaf message
+        leaves.kind as leaf_kind,  -- kind of the leaf record (as in messages.kind)
+        records.text as leaf_text,  -- plain text of the leaf message
+        records.source,  -- always claude_code
+        leaves.file_id,  -- warehouse id of the transcript file; chains never cross files
+        leaves.node as leaf_node,  -- the leaf's node id in the file (the first line its uuid appears on)
+        leaves.line_no as leaf_line_no,  -- line of the leaf record in the file (the last line written for its uuid)
+        records.source_file  -- path of the transcript file
     from resume_map as leaves
     join stg_records as records
         on records.file_id = leaves.file_id

@@ -154,12 +154,12 @@ file_sessions as (
 
 final as (
     select
-        file_sessions.session_id,
-        issues.issue,
-        issues.message_id,
-        issues.detail,
-        issues.file_id,
-        file_sessions.source_file
+        file_sessions.session_id,  -- session the row belongs to; unique within its source (join sessions on source, session_id)
+        issues.issue,  -- missing_parent, cycle, broken_segment, unjoined_tool_result or unresolved_tool_use
+        issues.message_id,  -- uuid of the message the issue concerns
+        issues.detail,  -- the id the issue is about: the missing parent's uuid, or the call id
+        issues.file_id,  -- warehouse id of the transcript file; chains never cross files
+        file_sessions.source_file  -- path of the transcript file
     from issues
     join file_sessions
         on file_sessions.file_id = issues.file_id

@@ -2,14 +2,14 @@
 -- the incomplete last line of a file (kept pending: it loads once the agent finishes writing it)
 with bad_lines as (
     select
-        q.source,
-        q.source_file,
-        q.line_no,
-        q.byte_offset,
-        q.reason,
-        q.error,
-        q.raw_text,
-        q.ingest_run_id
+        q.source,  -- agent the row comes from (claude_code, codex, ...; `convarch sources` lists them all)
+        q.source_file,  -- path of the file that held the line
+        q.line_no,  -- line (1-based) in source_file
+        q.byte_offset,  -- byte offset of the line in source_file
+        q.reason,  -- why it was not loaded: invalid_json, not_object, invalid_utf8, malformed_row, ..., or truncated_tail for a pending incomplete last line
+        q.error,  -- the parser's message
+        q.raw_text,  -- the line as read (null for a pending tail)
+        q.ingest_run_id  -- the ingest run that set the line aside
     from lake_quarantine as q
     join int_current_files as f
         on f.file_id = q.file_id

@@ -140,37 +140,37 @@ numbered as (
 
 final as (
     select
-        kept.session_id,
-        numbered.seq,
-        kept.message_id,
-        kept.resume_parent_id as parent_id,
-        records.role,
-        kept.kind,
-        kept."timestamp",
-        records.text,
-        kept.record_type,
-        kept.subtype,
-        records.harness_kind,
-        kept.is_sidechain,
-        records.is_meta,
-        records.is_compact_summary,
-        kept.is_api_error,
-        kept.is_recovered,
-        kept.is_preserved,
-        records.model,
-        kept.api_message_id,
-        records.request_id,
+        kept.session_id,  -- session the row belongs to; unique within its source (join sessions on source, session_id)
+        numbered.seq,  -- position in the list sent back to the model, from 1
+        kept.message_id,  -- the message's uuid in the transcript
+        kept.resume_parent_id as parent_id,  -- the parent Claude Code uses on resume, after relinking preserved messages
+        records.role,  -- user, assistant or system (null for attachment records)
+        kept.kind,  -- what the record is: prompt, tool_result, response, tool_use, thinking, system, compact_boundary, attachment, ...
+        kept."timestamp",  -- when the record was written (UTC)
+        records.text,  -- plain text of the message (its text blocks joined by newlines)
+        kept.record_type,  -- the transcript's own record type: user, assistant, system, attachment
+        kept.subtype,  -- the record's subtype, as for system records (compact_boundary, api_error, ...)
+        records.harness_kind,  -- for a user record the harness wrote rather than the person: slash_command, command_output, interrupt, compact_summary, system_reminder, meta, ...; null otherwise
+        kept.is_sidechain,  -- true for records of a subagent's side chain
+        records.is_meta,  -- flagged by the agent as meta (not shown to the person)
+        records.is_compact_summary,  -- the summary Claude Code wrote when it compacted the conversation
+        kept.is_api_error,  -- an assistant record that reports an API error
+        kept.is_recovered,  -- a parallel tool call or its result that the single-parent walk missed, spliced back in after its assistant message
+        kept.is_preserved,  -- part of a segment kept live across the last compaction and relinked behind its summary
+        records.model,  -- model that produced an assistant message
+        kept.api_message_id,  -- the provider's message id; one API response split over several records shares it
+        records.request_id,  -- the provider's request id of the API call
         -- Claude Code zeroes the usage of preserved assistant entries when it relinks them
-        case when kept.preserved_assistant then 0 else records.input_tokens end as input_tokens,
-        case when kept.preserved_assistant then 0 else records.output_tokens end as output_tokens,
+        case when kept.preserved_assistant then 0 else records.input_tokens end as input_tokens,  -- uncached input tokens of the API call (0 on a preserved assistant record, as Claude Code zeroes them)
+        case when kept.preserved_assistant then 0 else records.output_tokens end as output_tokens,  -- output tokens of the API call (0 on a preserved assistant record)
         case when kept.preserved_assistant then 0 else records.cache_creation_tokens end
-            as cache_creation_tokens,
+            as cache_creation_tokens,  -- input tokens written to the prompt cache (0 on a preserved assistant record)
         case when kept.preserved_assistant then 0 else records.cache_read_tokens end
-            as cache_read_tokens,
-        records.source,
-        kept.file_id,
-        kept.line_no,
-        records.source_file
+            as cache_read_tokens,  -- input tokens read from the prompt cache (0 on a preserved assistant record)
+        records.source,  -- always claude_code
+        kept.file_id,  -- warehouse id of the transcript file; chains never cross files
+        kept.line_no,  -- line of the record in the file (the last line written for its uuid)
+        records.source_file  -- path of the transcript file
     from kept
     join numbered
         on numbered.file_id = kept.file_id

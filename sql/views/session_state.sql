@@ -132,14 +132,14 @@ classified as (
 
 final as (
     select
-        session_id,
-        interruption,
-        interruption = 'interrupted_turn' as appends_continue_prompt,
+        session_id,  -- session the row belongs to; unique within its source (join sessions on source, session_id)
+        interruption,  -- how Claude Code finds the session on resume: none, interrupted_prompt or interrupted_turn
+        interruption = 'interrupted_turn' as appends_continue_prompt,  -- on resume Claude Code adds "Continue from where you left off."
         interruption = 'interrupted_turn' or last_non_system_type = 'user'
-            as appends_no_response_sentinel,
-        last_message_id,
-        last_record_type,
-        file_id
+            as appends_no_response_sentinel,  -- on resume Claude Code adds a no-response assistant placeholder
+        last_message_id,  -- uuid of the last entry that decided the state
+        last_record_type,  -- record type of that entry
+        file_id  -- warehouse id of the transcript file; chains never cross files
     from classified
 )
 

@@ -58,20 +58,27 @@ classified as (
         *,
         case
             when bare_name in ('read', 'read_file', 'view', 'cat', 'open_file', 'read_many_files',
-                               'notebookread') then 'read'
+                               'notebookread', 'read_files', 'readfile', 'view_file') then 'read'
             when bare_name in ('edit', 'multiedit', 'str_replace', 'replace', 'apply_patch',
-                               'notebookedit', 'str_replace_editor', 'edit_file', 'patch') then 'edit'
-            when bare_name in ('write', 'write_file', 'create_file', 'create') then 'write'
+                               'notebookedit', 'str_replace_editor', 'edit_file', 'patch', 'replace_in_file',
+                               'apply_diff', 'insert_content', 'search_and_replace', 'editor',
+                               'strreplacefile', 'replace_file_content', 'edit_existing_file',
+                               'single_find_and_replace', 'multi_edit') then 'edit'
+            when bare_name in ('write', 'write_file', 'create_file', 'create', 'write_to_file', 'writefile',
+                               'create_new_file')
+                then 'write'
             when bare_name in ('bash', 'shell', 'exec_command', 'run_shell_command', 'local_shell',
-                               'run_terminal_cmd', 'terminal', 'execute_command', 'exec') then 'shell'
+                               'run_terminal_cmd', 'terminal', 'execute_command', 'exec', 'execute',
+                               'run_commands', 'execute_bash', 'run_command', 'run_terminal_command') then 'shell'
             when bare_name in ('grep', 'glob', 'search', 'find', 'codebase_search', 'grep_search',
-                               'file_search', 'list_directory', 'ls', 'search_file_content') then 'search'
+                               'file_search', 'list_directory', 'ls', 'search_file_content', 'search_files',
+                               'list_files', 'list_code_definition_names', 'list_dir', 'file_glob_search') then 'search'
             when bare_name in ('todowrite', 'todo_write', 'write_todos', 'todoread') then 'todo'
             when bare_name in ('update_plan', 'exitplanmode', 'plan') then 'plan'
-            when bare_name in ('task', 'agent', 'spawn_agent', 'subagent') then 'agent'
-            when bare_name in ('webfetch', 'web_fetch', 'websearch', 'web_search', 'google_web_search')
-                then 'web'
-            when bare_name = 'text_editor' then coalesce(
+            when bare_name in ('task', 'agent', 'spawn_agent', 'subagent', 'new_task') then 'agent'
+            when bare_name in ('webfetch', 'web_fetch', 'websearch', 'web_search', 'google_web_search',
+                               'fetchurl', 'searchweb', 'fetch_url_content', 'search_web') then 'web'
+            when bare_name in ('text_editor', 'file_editor') then coalesce(
                 case input ->> 'command'
                     when 'view' then 'read'
                     when 'write' then 'write'
@@ -81,42 +88,46 @@ classified as (
         end as tool_kind,
         coalesce(
             input ->> 'file_path', input ->> 'path', input ->> 'filePath',
-            input ->> 'notebook_path', input ->> 'absolute_path', input ->> 'target_file'
+            input ->> 'notebook_path', input ->> 'absolute_path', input ->> 'target_file',
+            input ->> 'AbsolutePath', input ->> 'TargetFile', input ->> 'filepath'
         ) as path,
         case
             when json_type(input -> 'command') = 'ARRAY'
                 then array_to_string(
                     list_transform(json_transform(input -> 'command', '["VARCHAR"]'), lambda c: c), ' ')
-            else coalesce(input ->> 'command', input ->> 'cmd')
+            when json_type(input -> 'commands') = 'ARRAY'
+                then array_to_string(
+                    list_transform(json_transform(input -> 'commands', '["VARCHAR"]'), lambda c: c), ' && ')
+            else coalesce(input ->> 'command', input ->> 'cmd', input ->> 'CommandLine')
         end as command
     from joined
 ),
 
 final as (
     select
-        session_id,
-        message_id,
-        call_id,
-        tool_name,
-        input,
-        output_text,
-        is_error,
-        source,
-        tool_kind,
-        path,
-        case when tool_kind = 'shell' then command end as command,
+        session_id,  -- session the row belongs to; unique within its source (join sessions on source, session_id)
+        message_id,  -- id of the assistant message that made the call
+        call_id,  -- the call's id, which its result names
+        tool_name,  -- tool name as the agent called it (MCP tools keep their server prefix)
+        input,  -- arguments of the call, as JSON
+        output_text,  -- text of the result; null while the call has no result
+        is_error,  -- the result was flagged as an error (false without a result)
+        source,  -- agent the row comes from (claude_code, codex, ...; `convarch sources` lists them all)
+        tool_kind,  -- the tool's kind across agents' vocabularies: read, edit, write, shell, search, todo, plan, agent, web or other
+        path,  -- file the call reads or writes, from its arguments (file_path, path, ...), if any
+        case when tool_kind = 'shell' then command end as command,  -- command line of a shell call
         case
             when not has_result then null
             when regexp_matches(output_text, '(?i)exit(?:ed with)? code:?\s*(-?\d+)')
                 then try_cast(regexp_extract(output_text, '(?i)exit(?:ed with)? code:?\s*(-?\d+)', 1) as integer)
             when is_error then 1
             else 0
-        end as exit_code,
-        result_message_id,
-        has_result,
-        "timestamp",
-        file_id,
-        line_no
+        end as exit_code,  -- exit status: parsed from the result text (exit code N), else 1 for an error result and 0 for another; null without a result
+        result_message_id,  -- id of the message that carried the result
+        has_result,  -- a result with this call id exists in the session
+        "timestamp",  -- when the call was made (UTC)
+        file_id,  -- warehouse id of the source file the row was read from; stable across ingests
+        line_no  -- line of the record that holds the call
     from classified
 )
 

@@ -1,0 +1,101 @@
+"""`convarch doctor`: which stores are at risk of losing history before the next ingest, and
+how to schedule ingest so they are not."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from convarch import adapters
+from convarch.cli.output import emit_json
+from convarch.cli.targets import default_targets, home
+from convarch.etl.duck import connect
+from convarch.etl.errors import ConvarchError
+
+DAY = 86400
+
+
+def claude_cleanup_days() -> tuple[int, str]:
+    """Claude Code deletes transcripts older than `cleanupPeriodDays` (settings.json, default 30)."""
+    cfg = Path(os.environ.get("CLAUDE_CONFIG_DIR") or home() / ".claude") / "settings.json"
+    try:
+        value = json.loads(cfg.read_text()).get("cleanupPeriodDays")
+        if isinstance(value, int) and value > 0:
+            return value, str(cfg)
+    except (OSError, ValueError, AttributeError):
+        pass
+    return 30, "default"
+
+
+def archived_files(layout) -> dict[str, tuple[int, int]]:
+    """Source path -> (size, mtime_ns) as of the last ingest; empty when there is no warehouse."""
+    if not layout.state_db.exists():
+        return {}
+    try:
+        con = connect(layout.state_db, read_only=True)
+    except Exception:  # noqa: BLE001 - an ingest holding the state: report without it
+        return {}
+    try:
+        return {p: (s, m) for p, s, m in con.execute("select path, size, mtime_ns from source_files").fetchall()}
+    finally:
+        con.close()
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option("--horizon", default=7, show_default=True, help="Days ahead to look for transcripts about to be deleted.")
+@click.pass_obj
+def doctor(obj, as_json: bool, horizon: int) -> None:
+    """Report stores at risk and print a schedule for ingest."""
+    days, setting = claude_cleanup_days()
+    archived = archived_files(obj.layout)
+    now = time.time()
+    report = {"warehouse": str(obj.layout.db), "warehouse_exists": obj.layout.db.exists(), "sources": []}
+    for adapter in adapters.ADAPTERS.values():
+        for a, root in default_targets(adapter):
+            files = at_risk = unarchived = 0
+            for sf in a.discover(root):
+                try:
+                    st = os.stat(sf.path, follow_symlinks=False)
+                except OSError:
+                    continue
+                files += 1
+                seen = archived.get(str(sf.path))
+                if seen != (st.st_size, st.st_mtime_ns):
+                    unarchived += 1
+                    if a.NAME == "claude_code" and now - st.st_mtime > (days - horizon) * DAY:
+                        at_risk += 1
+            entry = {"source": a.NAME, "store": str(root), "files": files, "not_yet_archived": unarchived}
+            if a.NAME == "claude_code":
+                entry |= {"cleanup_period_days": days, "cleanup_setting": setting,
+                          "deleted_within_horizon_and_not_archived": at_risk}
+            report["sources"].append(entry)
+    exe = shutil.which("convarch") or f"{sys.executable} -m convarch.cli"
+    db = f" --db {obj.layout.db}"
+    report["schedule"] = {
+        "cron": f"*/30 * * * * {exe}{db} ingest --all --json >/dev/null 2>&1",
+        "systemd_service": f"[Service]\nType=oneshot\nExecStart={exe}{db} ingest --all",
+        "systemd_timer": "[Timer]\nOnBootSec=5min\nOnUnitActiveSec=30min\n\n[Install]\nWantedBy=timers.target",
+        "watch": f"{exe}{db} watch",
+    }
+    if as_json:
+        emit_json(report)
+        return
+    if not report["sources"]:
+        raise ConvarchError("no agent store found on this machine (see `convarch sources`)")
+    for e in report["sources"]:
+        line = f"{e['source']:<14} {e['files']:>6} files, {e['not_yet_archived']:>6} not yet archived  {e['store']}"
+        click.echo(line)
+        if "cleanup_period_days" in e:
+            click.echo(f"{'':14} Claude Code deletes transcripts after {e['cleanup_period_days']} days "
+                       f"({e['cleanup_setting']}); {e['deleted_within_horizon_and_not_archived']} unarchived "
+                       f"transcripts are due within {horizon} days")
+    click.echo("\nKeep the archive current with one of:")
+    click.echo(f"  cron:    {report['schedule']['cron']}")
+    click.echo("  systemd: a oneshot service running `ingest --all` plus a timer with OnUnitActiveSec=30min")
+    click.echo(f"  or run:  {report['schedule']['watch']}")
