@@ -35,6 +35,7 @@ from convarch.etl.layout import Layout
 t = time.perf_counter()
 s = ingest(Layout(Path(sys.argv[1])), [(claude_code, claude_code.resolve_root(Path(sys.argv[2])))])
 print(json.dumps({"seconds": time.perf_counter() - t, "index_seconds": s.index_seconds,
+                  "chain_seconds": s.chain_seconds,
                   "records": s.records_added, "files": s.files_changed,
                   "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
@@ -126,10 +127,12 @@ def main() -> None:
     append = run_ingest(db, work / "corpus" / "claude")
     append["wall"] = time.perf_counter() - t
 
-    ingest_s = full["seconds"] - full["index_seconds"]       # the search index is reported apart
+    # the search index and the chains are derived data, reported apart
+    ingest_s = full["seconds"] - full["index_seconds"] - full["chain_seconds"]
     ingest_mbps = mb / ingest_s
     results["ingest"] = {
         "full_seconds": round(full["seconds"], 2), "index_seconds": round(full["index_seconds"], 2),
+        "chain_seconds": round(full["chain_seconds"], 2),
         "seconds_without_index": round(ingest_s, 2), "mb_per_s": round(ingest_mbps, 1),
         "mb_per_s_with_index": round(mb / full["seconds"], 1),
         "parse_limit_mb_per_s": round(mb / limit_s, 1), "duckdb_raw_parse_mb_per_s": round(mb / duck_s, 1),
@@ -184,12 +187,14 @@ def main() -> None:
     con = convarch.connect(cdb)
     t = time.perf_counter()
     n = con.execute("select count(*) from chain_messages").fetchone()[0]
-    chain_s = time.perf_counter() - t
+    read_s = time.perf_counter() - t
     con.close()
+    chain_s = cingest["chain_seconds"]                       # built once, at ingest
+    parse_s = cingest["seconds"] - chain_s - cingest["index_seconds"]
     results["chains"] = {"sessions": args.chain_sessions, "records_per_session": args.chain_records,
-                         "chain_rows": n, "build_seconds": round(chain_s, 2),
-                         "ingest_seconds": round(cingest["seconds"], 2),
-                         "ratio_to_ingest": round(chain_s / cingest["seconds"], 3), "corpus_mb": round(cbytes / 1e6, 1)}
+                         "chain_rows": n, "build_seconds": round(chain_s, 2), "read_all_seconds": round(read_s, 2),
+                         "parse_load_seconds": round(parse_s, 2),
+                         "ratio_to_parse_load": round(chain_s / parse_s, 3), "corpus_mb": round(cbytes / 1e6, 1)}
 
     hdb = work / "handoff" / "convarch.duckdb"
     generate_chain_corpus(work / "handoff_corpus", 1, 20000, seed=5)
@@ -210,7 +215,7 @@ def main() -> None:
     print(f"""
 corpus            {mb:.0f} MB, {corpus['files']} files, {i['records']} records
 ingest            {i['seconds_without_index']} s = {i['mb_per_s']} MB/s (snapshot, parse, load, publish)
-  + search index  {i['index_seconds']} s; with it {i['mb_per_s_with_index']} MB/s
+  + derived data  search index {i['index_seconds']} s, chains {i['chain_seconds']} s; all in {i['mb_per_s_with_index']} MB/s
   vs parse limit  orjson on {os.cpu_count()} cores {i['parse_limit_mb_per_s']} MB/s -> ratio {i['ratio_to_parse_limit']} (target >= 0.3)
   vs DuckDB parse read_csv lines + json_transform {i['duckdb_raw_parse_mb_per_s']} MB/s -> ratio {i['ratio_to_duckdb_parse']}
   peak RSS        {i['peak_rss_mb']} MB (target < 1024 for 1 GB)
@@ -218,7 +223,7 @@ no-change rerun   {i['no_change_seconds']} s -> ratio to full {i['no_change_rati
 append 10 x 5     {i['append_10_lines_x5_seconds']} s for {i['append_records']} records
 search            p50 {s['p50_ms']} ms, p95 {s['p95_ms']} ms per CLI call (process start alone {s['cli_startup_ms']} ms)
   index           {s['index_mb']} MB = {s['index_ratio_to_corpus']} of the corpus; whole lake {s['lake_ratio_to_corpus']}
-chains            {c['sessions']} x {c['records_per_session']}: {c['build_seconds']} s -> ratio to their ingest {c['ratio_to_ingest']}
+chains            {c['sessions']} x {c['records_per_session']}: built in {c['build_seconds']} s at ingest -> ratio to parsing and loading them {c['ratio_to_parse_load']}; reading all {c['chain_rows']} rows {c['read_all_seconds']} s
 handoff           {h['turns']} turns rendered in {h['render_seconds']} s ({h['chars']} chars)
 results           {args.out / 'latest.json'}""")
 

@@ -19,6 +19,8 @@ VIEWS: tuple[str, ...] = (
     "views/messages",
     "views/tool_calls",
     "views/sessions",
+    "views/usage",
+    "views/unique_messages",
     "views/quarantine",
     "views/search_docs",
     "views/search_postings",
@@ -35,6 +37,8 @@ VIEWS: tuple[str, ...] = (
 
 #: Views a user is meant to query; the rest are layers beneath them.
 PUBLIC_VIEWS: tuple[str, ...] = (
+    "usage",
+    "unique_messages",
     "sessions",
     "messages",
     "tool_calls",

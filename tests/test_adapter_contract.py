@@ -109,3 +109,23 @@ def test_registry_documents_every_adapter():
         assert name in adapters.EVIDENCE, f"{name}: add its evidence level to adapters.EVIDENCE"
         assert f"`{name}`" in readme, f"{name}: add it to the README's source table"
         assert (REPO / "fixtures" / name).is_dir(), f"{name}: no fixtures/{name}"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_handoff_renders_for_every_source(tmp_path, name):
+    """Handoffs use only the normalized views, so one works for a session of every source."""
+    from convarch import connect
+    from convarch.handoff import build
+
+    adapter = adapters.ADAPTERS[name]
+    db = tmp_path / "w.duckdb"
+    ingest(Layout(db), [(adapter, adapter.resolve_root(fixture_root(name)))])
+    con = connect(db)
+    try:
+        sid = con.execute("select session_id from sessions where source = ? order by message_count desc, session_id "
+                          "limit 1", [name]).fetchone()[0]
+        doc = build(con, sid)
+    finally:
+        con.close()
+    assert doc.startswith("# Handoff") and len(doc) <= 16_000
+    assert f"> Session: {sid[:40]}" in doc

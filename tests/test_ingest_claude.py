@@ -235,3 +235,29 @@ def test_moved_file_keeps_its_rows_and_copied_session_is_not_doubled(tmp_path):
     copy.unlink()
     run(db, root)
     assert scalar(db, "select count(*) from sessions") == 1
+
+
+def test_copies_in_resumed_sessions_count_once(tmp_path):
+    root = tmp_path / "claude"
+    base = story("s1")
+    # Claude Code streams one record per content block: a second block of a1's API message
+    block2 = dict(assistant("a1b", "a1", "more", "2026-05-01T10:00:01.500Z", "s1"))
+    block2["message"] = dict(block2["message"], id="msg_a1")
+    block2["requestId"] = "req_a1"
+    write_jsonl(root / "projects" / "-work-app" / "s1.jsonl", base + [block2])
+    # an old-style resume: a new session file that starts with copies of s1's records
+    resumed = [dict(r, sessionId="s2") for r in base] + [
+        user("u9", "a2", "continue", "2026-05-02T09:00:00.000Z", "s2"),
+        assistant("a9", "u9", "done", "2026-05-02T09:00:01.000Z", "s2")]
+    write_jsonl(root / "projects" / "-work-app" / "s2.jsonl", resumed)
+    db = tmp_path / "w.duckdb"
+    run(db, root)
+    assert scalar(db, "select count(*) from messages") == 5 + 6
+    got = dict(rows(db, "select message_id, copy_count from unique_messages"))
+    assert len(got) == 7 and got[uid("u1")] == 2 and got[uid("u9")] == 1
+    assert rows(db, "select session_id from unique_messages where message_id = ?", [uid("a2")]) == [("s1",)]
+    # a1 is one API call written as two records and copied into s2: its tokens count once
+    assert rows(db, "select count(*), sum(output_tokens) from usage where api_message_id = 'msg_a1'") == [(1, 5)]
+    assert scalar(db, "select count(*) from usage") == 3          # msg_a1, msg_a2, msg_a9
+    assert [r[0] for r in rows(db, "select message_id from chain_messages where session_id = 's2' order by seq")] == [
+        uid(n) for n in ("u1", "a1", "r1", "a2", "u9", "a9")]
