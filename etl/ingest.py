@@ -27,7 +27,7 @@ from convarch.etl.publish import TABLES, ensure_seeds, publish, read_manifest
 from convarch.etl.redact import Redactor, redact_json_line
 from convarch.etl.state import open_state
 
-FLUSH_BYTES = 64 << 20
+FLUSH_BYTES = 16 << 20   # memory stays bounded by this batch size, not by the corpus
 
 Progress = Callable[[int], None]
 

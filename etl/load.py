@@ -83,7 +83,9 @@ class BatchWriter:
         self.run_id = run_id
         self.staging = staging
         self.extract = extract
-        self.con = connect(":memory:", threads=2, preserve_insertion_order=False)
+        staging.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self.con = connect(":memory:", threads=2, preserve_insertion_order=False, memory_limit="600MB",
+                           temp_directory=str(staging / "spill"))
         self.con.execute(sql.read("search/macros"))
         self.tables: list[pa.Table] = []
         self.files: dict[int, FileContext] = {}
