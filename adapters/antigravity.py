@@ -67,7 +67,7 @@ from convarch.adapters.base import Extract, RootError, SourceFile
 NAME = "antigravity"
 TITLE = "Antigravity"
 ENV_VARS: tuple[str, ...] = ()
-EXTRACT = Extract(records="extract/antigravity__records", blocks="extract/antigravity__blocks")
+EXTRACT = Extract(records="extract/antigravity__records", blocks="extract/normalized__blocks")
 
 TRANSCRIPTS = ("transcript.jsonl", "transcript_full.jsonl")
 HOMES = ("antigravity-cli", "antigravity")

@@ -64,7 +64,7 @@ from convarch.adapters.base import Extract, RootError, SourceFile, malformed_row
 NAME = "crush"
 TITLE = "Crush"
 ENV_VARS = ("CONVARCH_CRUSH_PROJECTS", "CRUSH_GLOBAL_DATA")
-EXTRACT = Extract(records="extract/crush__records", blocks="extract/crush__blocks")
+EXTRACT = Extract(records="extract/crush__records", blocks="extract/pi__blocks")
 
 DB_NAME = "crush.db"
 DATA_DIR = ".crush"

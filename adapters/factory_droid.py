@@ -54,7 +54,7 @@ from convarch.adapters.base import Extract, RootError, SourceFile
 NAME = "factory_droid"
 TITLE = "Factory droid"
 ENV_VARS: tuple[str, ...] = ()
-EXTRACT = Extract(records="extract/factory_droid__records", blocks="extract/factory_droid__blocks")
+EXTRACT = Extract(records="extract/factory_droid__records", blocks="extract/claude_code__blocks")
 
 #: Folders of a ``~/.factory`` home that hold transcripts, in preference order.
 STORE_DIRS = ("sessions", "projects")

@@ -61,7 +61,7 @@ from convarch.adapters.base import Extract, RootError, SourceFile
 NAME = "grok_build"
 TITLE = "Grok Build"
 ENV_VARS = ("GROK_HOME",)
-EXTRACT = Extract(records="extract/grok_build__records", blocks="extract/grok_build__blocks")
+EXTRACT = Extract(records="extract/grok_build__records", blocks="extract/normalized__blocks")
 
 SESSION_FILES = ("updates.jsonl", "chat_history.jsonl", "summary.json")
 CHECKPOINTS = "compaction_checkpoints"

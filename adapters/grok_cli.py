@@ -40,7 +40,7 @@ from convarch.adapters.base import Extract, RootError, SourceFile, malformed_row
 NAME = "grok_cli"
 TITLE = "grok-cli (superagent)"
 ENV_VARS: tuple[str, ...] = ()
-EXTRACT = Extract(records="extract/grok_cli__records", blocks="extract/grok_cli__blocks")
+EXTRACT = Extract(records="extract/grok_cli__records", blocks="extract/normalized__blocks")
 
 DB_NAME = "grok.db"
 

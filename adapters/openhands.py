@@ -64,7 +64,7 @@ from convarch.adapters.base import Extract, RootError, SourceFile
 NAME = "openhands"
 TITLE = "OpenHands"
 ENV_VARS = ("OPENHANDS_CONVERSATIONS_DIR", "OPENHANDS_PERSISTENCE_DIR", "FILE_STORE_PATH")
-EXTRACT = Extract(records="extract/openhands__records", blocks="extract/openhands__blocks")
+EXTRACT = Extract(records="extract/openhands__records", blocks="extract/normalized__blocks")
 
 V1_EVENT = re.compile(r"^event-(\d+)(?:-[^/]+)?\.json$")
 V0_EVENT = re.compile(r"^(\d+)\.json$")

@@ -23,6 +23,7 @@ from convarch.etl.layout import Layout
 from convarch.etl.lines import split_snapshot
 from convarch.etl.load import BatchWriter, FileContext, Written
 from convarch.etl.chains import materialize
+from convarch.etl.containers import snapshot_whole
 from convarch.etl.publish import TABLES, ensure_seeds, publish, read_manifest
 from convarch.etl.redact import Redactor, redact_json_line
 from convarch.etl.state import open_state
@@ -293,7 +294,7 @@ def _read_file(p: Planned, state, writer: BatchWriter, snapdir: Path, run_id: in
         if p.file.container == "jsonl":
             s = snap.snapshot_lines(p.file.path, p.start, dest)
         else:
-            s = _snapshot_whole(p, dest, snapdir / f"{file_id}.copy")
+            s = snapshot_whole(p.file, dest, snapdir / f"{file_id}.copy")
     except (OSError, snap.NotRegularFile) as exc:
         summary.files_skipped += 1
         summary.skipped.append((str(p.file.path), _reason(exc)))
@@ -339,61 +340,6 @@ def _read_file(p: Planned, state, writer: BatchWriter, snapdir: Path, run_id: in
         "session_hint": p.file.session_hint,
         "parent_session_hint": p.file.parent_session_hint,
     }
-
-
-def _snapshot_whole(p: Planned, dest: Path, workdir: Path) -> snap.Snapshot:
-    """Copy a non-line container privately and write the JSON lines the adapter makes of it.
-
-    A container the adapter cannot read (a corrupt zstd frame, a file that is not SQLite, a
-    document that is not JSON) becomes one quarantined line carrying the reason.
-    """
-    from convarch import adapters
-
-    adapter = adapters.get(p.file.source)
-    to_lines = getattr(adapter, "to_lines", None)
-    if p.file.container == "json" and to_lines is None:
-        return snap.snapshot_document(p.file.path, dest)
-    workdir.mkdir(mode=0o700)
-    try:
-        if p.file.container == "sqlite":
-            copy = snap.snapshot_sqlite(p.file.path, workdir)
-            size = sum(f.stat().st_size for f in workdir.iterdir())
-        else:
-            copy = workdir / p.file.path.name
-            size = snap.copy_whole(p.file.path, copy)
-        count = 0
-        with open(dest, "wb") as out:
-            try:
-                lines = to_lines(copy, p.file) if to_lines else _default_lines(p.file.container, copy)
-                for line in lines:
-                    out.write(line.replace(b"\n", b" ") + b"\n")
-                    count += 1
-            except Exception as exc:  # noqa: BLE001 - any failure to read becomes a quarantined line
-                out.write(_unreadable_line(p, exc) + b"\n")
-        os.chmod(dest, 0o600)
-        return snap.Snapshot(dest, 0, size, size, 0, "")
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
-
-
-def _default_lines(container: str, copy: Path):
-    if container == "jsonl.zst":
-        import io
-
-        import zstandard
-
-        with open(copy, "rb") as fh, zstandard.ZstdDecompressor().stream_reader(fh) as reader:
-            for line in io.BufferedReader(reader):
-                if line.strip():
-                    yield line.rstrip(b"\r\n")
-        return
-    raise ValueError(f"no reader for container {container!r}")
-
-
-def _unreadable_line(p: Planned, exc: Exception) -> bytes:
-    """A line that cannot parse as JSON, so the whole unreadable container is quarantined
-    once, with the reason in its text."""
-    return f"unreadable {p.file.container} container: {type(exc).__name__}: {exc}".encode()
 
 
 def _move_into_lake(layout: Layout, staging: Path, written: list[Written]) -> None:

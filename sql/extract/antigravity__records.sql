@@ -184,7 +184,7 @@ typed as (
         null::bigint as output_tokens,
         null::bigint as cache_creation_tokens,
         null::bigint as cache_read_tokens,
-        -- one normalized block list (see antigravity__blocks.sql)
+        -- one normalized block list (see normalized__blocks.sql)
         case
             when lane = 'drift' and j.type = 'tool' then [
                 json_object('type', 'tool_use', 'call_id', 'step-' || line_no, 'tool_name', j.name),

@@ -3,7 +3,7 @@
 -- input: lines(file_id, line_no, byte_offset, line) and batch_files(file_id, source,
 --        file_epoch, source_file, file_stem, session_hint, parent_session_hint, run_id)
 -- `content` is a JSON list of normalized blocks {type, text, call_id, name, input, output,
--- is_error, media_type, data_chars} read by crush__blocks. Lambdas use json_extract*, never
+-- is_error, media_type, data_chars} read by pi__blocks (the same block shape as pi). Lambdas use json_extract*, never
 -- the -> operators.
 with parsed as (
     select

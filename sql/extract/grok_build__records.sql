@@ -266,7 +266,7 @@ typed as (
         null::bigint as output_tokens,
         null::bigint as cache_creation_tokens,
         null::bigint as cache_read_tokens,
-        -- one normalized block list (see grok_build__blocks.sql)
+        -- one normalized block list (see normalized__blocks.sql)
         case
             when lane = 'update' and is_head then list_concat(
                 case when run_body is not null then [json_object(

@@ -111,7 +111,7 @@ typed as (
         case when j."table" = 'usage_events' then j.output_tokens end as output_tokens,
         null::bigint as cache_creation_tokens,
         null::bigint as cache_read_tokens,
-        -- one normalized block list (see grok_cli__blocks.sql)
+        -- one normalized block list (see normalized__blocks.sql)
         case
             when j."table" <> 'messages' then null
             when json_type(j.message.content) = 'VARCHAR' and nullif(msg_text, '') is not null

@@ -232,7 +232,7 @@ typed as (
                 lambda x: try_cast(x as bigint)))::bigint
             when rtype = 'conversation_metadata' then j.cache_read_tokens
         end as cache_read_tokens,
-        -- one normalized block list (see openhands__blocks.sql)
+        -- one normalized block list (see normalized__blocks.sql)
         case
             when rtype = 'MessageEvent' then list_concat(think_blocks, list_transform(msg_parts,
                 lambda x: case

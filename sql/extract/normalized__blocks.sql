@@ -1,8 +1,8 @@
--- grain: one row per content block of a grok_build record (text, thinking, image, tool_use,
---        tool_result); a call and its result share call_id
--- input: records_batch (the output of grok_build__records, whose `content` is a JSON array of
---        normalized blocks {type, text, call_id, tool_name, tool_input, output_text, is_error,
---        media_type, data_chars})
+-- grain: one row per content block of a record whose extraction SQL already normalized its
+--        blocks (OpenHands, Antigravity, Grok Build, grok-cli): text, thinking, image,
+--        tool_use, tool_result; a call's tool_use and its result's tool_result share call_id
+-- input: records_batch, whose `content` is a JSON array of normalized blocks {type, text,
+--        call_id, tool_name, tool_input, output_text, is_error, media_type, data_chars}
 with exploded as (
     select
         source,
