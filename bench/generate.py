@@ -18,8 +18,33 @@ WORDS = ("connection pool retry budget cache invalidation parser tokenizer migra
          "naïve café 🚀 release build lint type check").split()
 
 
+def _identifiers(n: int, seed: int = 1) -> list[str]:
+    """Made-up code identifiers (snake_case, camelCase, with digits) so the vocabulary, and so
+    the search index, is as varied as real transcripts, not just the common words."""
+    rng = random.Random(seed)
+    syllables = "ka lo mi ne ru sta pli vor tek dan fi gu hex zo bar qu ix".split()
+    out = []
+    for _ in range(n):
+        parts = ["".join(rng.choice(syllables) for _ in range(rng.randint(1, 3))) for _ in range(rng.randint(1, 3))]
+        style = rng.random()
+        if style < 0.4:
+            word = "_".join(parts)
+        elif style < 0.8:
+            word = parts[0] + "".join(p.capitalize() for p in parts[1:])
+        else:
+            word = "".join(parts) + str(rng.randint(0, 999))
+        out.append(word)
+    return out
+
+
+IDENTIFIERS = _identifiers(50_000)
+
+
 def _text(rng: random.Random, n: int) -> str:
-    return " ".join(rng.choice(WORDS) for _ in range(n))
+    # three words in ten are rarer identifiers, drawn with a long tail
+    return " ".join(rng.choice(WORDS) if rng.random() < 0.7
+                    else IDENTIFIERS[min(int(rng.paretovariate(0.6)) - 1, len(IDENTIFIERS) - 1)]
+                    for _ in range(n))
 
 
 def _session(rng: random.Random, sid: str, cwd: str, n_records: int, *, sidechain: str | None = None):

@@ -6,6 +6,7 @@ folder, so a run killed at any point leaves the warehouse as it was.
 """
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import time
@@ -21,12 +22,14 @@ from convarch.adapters.base import SourceFile
 from convarch.etl import snapshot as snap
 from convarch.etl.layout import Layout
 from convarch.etl.lines import split_snapshot
+from convarch.etl.index import index_batch
 from convarch.etl.load import BatchWriter, FileContext, Written
 from convarch.etl.chains import materialize
 from convarch.etl.containers import snapshot_whole
 from convarch.etl.publish import TABLES, ensure_seeds, publish, read_manifest
 from convarch.etl.redact import Redactor, redact_json_line
 from convarch.etl.state import open_state
+from convarch.etl.workers import Workers, default_workers
 
 FLUSH_BYTES = 16 << 20   # memory stays bounded by this batch size, not by the corpus
 
@@ -44,6 +47,7 @@ class Summary:
     records_added: int = 0
     quarantined: int = 0
     seconds: float = 0.0
+    extract_seconds: float = 0.0
     index_seconds: float = 0.0
     chain_seconds: float = 0.0
     redacting: bool = False
@@ -61,6 +65,7 @@ class Summary:
             "records_added": self.records_added,
             "quarantined": self.quarantined,
             "seconds": round(self.seconds, 3),
+            "extract_seconds": round(self.extract_seconds, 3),
             "index_seconds": round(self.index_seconds, 3),
             "chain_seconds": round(self.chain_seconds, 3),
             "redacting": self.redacting,
@@ -76,6 +81,7 @@ class Planned:
     prev: dict | None
     action: str          # new | append | rewrite | touched | unchanged
     start: int
+    file_id: int = 0
 
 
 def _now() -> datetime:
@@ -90,20 +96,22 @@ def ingest(
     progress: Progress | None = None,
     wait_seconds: float = 30.0,
     redact: bool = False,
+    workers: int | None = None,
 ) -> Summary:
     """Ingest every (adapter, store root) pair into the warehouse at `layout`.
 
     With `redact`, secrets are replaced by `[REDACTED:kind]` before anything is stored, and
-    the warehouse remembers it: later runs redact too.
+    the warehouse remembers it: later runs redact too. `workers` threads load files side by
+    side (default: one per core, at most 8).
     """
     old_umask = os.umask(0o077)  # whatever DuckDB or we create is private to the user
     try:
-        return _ingest(layout, list(targets), on_plan, progress, wait_seconds, redact)
+        return _ingest(layout, list(targets), on_plan, progress, wait_seconds, redact, workers)
     finally:
         os.umask(old_umask)
 
 
-def _ingest(layout, targets, on_plan, progress, wait_seconds, redact) -> Summary:
+def _ingest(layout, targets, on_plan, progress, wait_seconds, redact, n_workers) -> Summary:
     t0 = time.monotonic()
     layout.create()
     state = open_state(layout.state_db, wait_seconds=wait_seconds)
@@ -130,11 +138,21 @@ def _ingest(layout, targets, on_plan, progress, wait_seconds, redact) -> Summary
         changed = [p for p in plans if p.action in ("new", "append", "rewrite")]
         if on_plan:
             on_plan(len(changed), sum(p.stat.size - p.start for p in changed))
-        written, updates, sessions = _extract(layout, staging, run_id, state, changed, summary, progress)
+        workers = Workers(n_workers or default_workers(), staging / "spill")
+        try:
+            written, updates, sessions, batches = _extract(layout, staging, run_id, state, changed, summary, progress,
+                                                           workers)
+            summary.extract_seconds = time.monotonic() - t0
+            seeds = ensure_seeds(layout)
+            t_index = time.monotonic()
+            written += _index(workers, batches, run_id, seeds)
+            summary.index_seconds = time.monotonic() - t_index
+        finally:
+            workers.close()
         touched = [p for p in plans if p.action == "touched"]
         _move_into_lake(layout, staging, written)
         chain_written, summary.chain_seconds = materialize(
-            layout, state, run_id, [(u["file_id"], u["epoch"], u["source"]) for u in updates], written, staging, ensure_seeds(layout))
+            layout, state, run_id, [(u["file_id"], u["epoch"], u["source"]) for u in updates], written, staging, seeds)
         _move_into_lake(layout, staging, chain_written)
         written += chain_written
         summary.sessions = len(sessions)
@@ -243,50 +261,97 @@ def _classify(sf: SourceFile, st: snap.FileStat, prev: dict | None) -> Planned:
     return Planned(sf, st, prev, "rewrite", 0)
 
 
-def _extract(layout, staging, run_id, state, changed: list[Planned], summary: Summary, progress):
-    """Snapshot and parse every changed file; return Parquet written and watermark updates."""
-    written: list[Written] = []
-    updates: list[dict] = []
-    sessions: set[tuple[str, str]] = set()
-    snapdir = staging / "snap"
-    snapdir.mkdir(mode=0o700)
+@dataclass
+class Unit:
+    """Files of one source loaded together by one worker, about one batch worth of bytes."""
+
+    source: str
+    plans: list[Planned]
+    nbytes: int = 0
+
+
+@dataclass
+class UnitResult:
+    unit: Unit
+    updates: list[dict]
+    written: list[Written]
+    batches: list[Path]
+    sessions: set[tuple[str, str]]
+    skipped: list[tuple[str, str]]
+    redacted: int
+
+
+def _units(changed: list[Planned]) -> list[Unit]:
+    """Group changed files into units of about FLUSH_BYTES, biggest first so the workers end
+    together."""
     by_source: dict[str, list[Planned]] = {}
     for p in changed:
         by_source.setdefault(p.file.source, []).append(p)
-    from convarch import adapters
-
+    units: list[Unit] = []
     for source, plans in by_source.items():
-        adapter = adapters.get(source)
-        writer = BatchWriter(run_id, staging / "out" / source, adapter.EXTRACT)
-        try:
-            for p in plans:
-                upd = _read_file(p, state, writer, snapdir, run_id, summary)
-                if upd is not None:
-                    updates.append(upd)
-                if writer.pending_bytes >= FLUSH_BYTES:
-                    writer.flush()
-                if progress:
-                    progress(p.stat.size - p.start)
-            writer.flush()
-            for u in updates:
-                if u["source"] == source:
-                    u["records_added"] = writer.records_by_file.get(u["file_id"], 0)
-                    u["quarantined_added"] = writer.quarantined_by_file.get(u["file_id"], 0)
-            written.extend(writer.written)
-            sessions |= writer.sessions
-            summary.index_seconds += writer.index_seconds
-        finally:
-            writer.close()
-    return written, updates, sessions
+        unit = Unit(source, [])
+        for p in sorted(plans, key=lambda p: p.stat.size - p.start, reverse=True):
+            size = max(p.stat.size - p.start, 0)
+            if unit.plans and unit.nbytes + size > FLUSH_BYTES:
+                units.append(unit)
+                unit = Unit(source, [])
+            unit.plans.append(p)
+            unit.nbytes += size
+        if unit.plans:
+            units.append(unit)
+    return sorted(units, key=lambda u: u.nbytes, reverse=True)
 
 
-def _read_file(p: Planned, state, writer: BatchWriter, snapdir: Path, run_id: int, summary: Summary) -> dict | None:
+def _extract(layout, staging, run_id, state, changed: list[Planned], summary: Summary, progress, workers: Workers):
+    """Snapshot and parse every changed file on the workers; return the Parquet written, the
+    watermark updates, the sessions seen and the staged batch folders (for the index)."""
+    for p in changed:              # ids come from the state database, which stays on this thread
+        p.file_id = (state.execute("select nextval('file_id_seq')").fetchone()[0] if p.action == "new"
+                     else p.prev["file_id"])
+    snapdir = staging / "snap"
+    snapdir.mkdir(mode=0o700)
+    batch_numbers = itertools.count()
+    redacting = summary.redacting
+
+    def load(con, unit: Unit) -> UnitResult:
+        from convarch import adapters
+
+        writer = BatchWriter(run_id, staging / "out", adapters.get(unit.source).EXTRACT, con, batch_numbers)
+        result = UnitResult(unit, [], [], [], set(), [], 0)
+        for p in unit.plans:
+            upd = _read_file(p, writer, snapdir, result, redacting)
+            if upd is not None:
+                result.updates.append(upd)
+        writer.flush()
+        for u in result.updates:
+            u["records_added"] = writer.records_by_file.get(u["file_id"], 0)
+            u["quarantined_added"] = writer.quarantined_by_file.get(u["file_id"], 0)
+        result.written, result.batches, result.sessions = writer.written, writer.batches, writer.sessions
+        return result
+
+    written: list[Written] = []
+    updates: list[dict] = []
+    sessions: set[tuple[str, str]] = set()
+    batches: list[Path] = []
+    for r in workers.map_unordered(load, _units(changed)):
+        written += r.written
+        updates += r.updates
+        sessions |= r.sessions
+        batches += r.batches
+        summary.skipped += r.skipped
+        summary.files_skipped += len(r.skipped)
+        summary.redacted += r.redacted
+        if progress:
+            progress(r.unit.nbytes)
+    return written, updates, sessions, batches
+
+
+def _read_file(p: Planned, writer: BatchWriter, snapdir: Path, result: UnitResult, redacting: bool) -> dict | None:
     prev = p.prev
+    file_id = p.file_id
     if p.action == "new":
-        file_id = state.execute("select nextval('file_id_seq')").fetchone()[0]
         epoch, lines_read = 1, 0
     else:
-        file_id = prev["file_id"]
         epoch = prev["epoch"] + (1 if p.action == "rewrite" else 0)
         lines_read = 0 if p.action == "rewrite" else prev["lines_read"]
     dest = snapdir / f"{file_id}.jsonl"
@@ -296,8 +361,7 @@ def _read_file(p: Planned, state, writer: BatchWriter, snapdir: Path, run_id: in
         else:
             s = snapshot_whole(p.file, dest, snapdir / f"{file_id}.copy")
     except (OSError, snap.NotRegularFile) as exc:
-        summary.files_skipped += 1
-        summary.skipped.append((str(p.file.path), _reason(exc)))
+        result.skipped.append((str(p.file.path), _reason(exc)))
         return None
     ctx = FileContext(
         file_id=file_id,
@@ -309,7 +373,7 @@ def _read_file(p: Planned, state, writer: BatchWriter, snapdir: Path, run_id: in
         parent_session_hint=p.file.parent_session_hint,
     )
     transform = None
-    if summary.redacting:
+    if redacting:
         redactor = Redactor()
 
         def transform(line: str) -> str:
@@ -323,7 +387,7 @@ def _read_file(p: Planned, state, writer: BatchWriter, snapdir: Path, run_id: in
             writer.flush()
     dest.unlink()
     if transform is not None:
-        summary.redacted += sum(redactor.counts.values())
+        result.redacted += sum(redactor.counts.values())
     return {
         "file_id": file_id,
         "source": p.file.source,
@@ -340,6 +404,13 @@ def _read_file(p: Planned, state, writer: BatchWriter, snapdir: Path, run_id: in
         "session_hint": p.file.session_hint,
         "parent_session_hint": p.file.parent_session_hint,
     }
+
+
+def _index(workers: Workers, batches: list[Path], run_id: int, seeds: dict[str, Path]) -> list[Written]:
+    written: list[Written] = []
+    for w in workers.map_unordered(lambda con, b: index_batch(con, b, run_id, seeds), batches):
+        written += w
+    return written
 
 
 def _move_into_lake(layout: Layout, staging: Path, written: list[Written]) -> None:

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import json
 import os
-import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+import duckdb
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from convarch import sql
 from convarch.adapters.base import MALFORMED_ROW, Extract
@@ -77,26 +79,27 @@ class FileContext:
 
 
 class BatchWriter:
-    """Collects line batches across files and flushes them through DuckDB into Parquet."""
+    """Collects line batches of one source and flushes them through DuckDB into Parquet.
 
-    def __init__(self, run_id: int, staging: Path, extract: Extract):
+    Batch numbers come from a counter shared by all workers of a run, so file names never
+    collide."""
+
+    def __init__(self, run_id: int, staging: Path, extract: Extract, con: duckdb.DuckDBPyConnection,
+                 batch_numbers: Iterator[int]):
         self.run_id = run_id
         self.staging = staging
         self.extract = extract
-        staging.mkdir(parents=True, exist_ok=True, mode=0o700)
-        self.con = connect(":memory:", threads=2, preserve_insertion_order=False, memory_limit="600MB",
-                           temp_directory=str(staging / "spill"))
-        self.con.execute(sql.read("search/macros"))
+        self.con = con
+        self.batch_numbers = batch_numbers
         self.tables: list[pa.Table] = []
         self.files: dict[int, FileContext] = {}
         self.bad: list[tuple[BadLine, FileContext]] = []
         self.pending_bytes = 0
-        self.flushes = 0
         self.written: list[Written] = []
+        self.batches: list[Path] = []
         self.records_by_file: dict[int, int] = {}
         self.quarantined_by_file: dict[int, int] = {}
         self.sessions: set[tuple[str, str]] = set()
-        self.index_seconds = 0.0
 
     def add(self, ctx: FileContext, table: pa.Table, bad: list[BadLine], nbytes: int) -> None:
         self.files[ctx.file_id] = ctx
@@ -108,8 +111,7 @@ class BatchWriter:
     def flush(self) -> None:
         if not self.tables and not self.bad:
             return
-        k = self.flushes
-        self.flushes += 1
+        k = next(self.batch_numbers)
         out = self.staging / f"b{k:05d}"
         out.mkdir(parents=True, exist_ok=True, mode=0o700)
         con = self.con
@@ -117,20 +119,7 @@ class BatchWriter:
             lines_all = pa.concat_tables(self.tables)
             con.register("lines_all", lines_all)
             con.register("batch_files", self._files_table())
-            con.execute(
-                "create or replace temp table lines_checked as select *, "
-                "case when json_valid(line) then json_type(line) = 'OBJECT' else false end as is_object "
-                "from lines_all"
-            )
-            con.execute("create or replace temp table lines as select * exclude (is_object) from lines_checked where is_object")
-            invalid = con.execute(
-                "select file_id, line_no, byte_offset, line from lines_checked where not is_object"
-            ).fetchall()
-            for file_id, line_no, offset, line in invalid:
-                reason, err = _json_error(line)
-                self.bad.append(
-                    (BadLine(file_id, line_no, offset, reason, err, line.encode("utf-8")), self.files[file_id])
-                )
+            con.register("lines", self._objects_only(lines_all))
             con.execute(f"create or replace temp table records_batch as {sql.read(self.extract.records)}")
             con.execute(f"create or replace temp table blocks_batch as {sql.read(self.extract.blocks)}")
             for fid, n in con.execute("select file_id, count(*) from records_batch group by 1").fetchall():
@@ -140,47 +129,51 @@ class BatchWriter:
             )
             self._copy("records", "select * exclude (content) from records_batch", out, k)
             self._copy("blocks", "select * from blocks_batch", out, k)
-            t_index = time.perf_counter()
-            con.execute(f"create or replace temp table search_docs_batch as {sql.read('search/docs')}")
-            con.execute(f"create or replace temp table search_words_batch as {sql.read('search/words')}")
-            self._copy("search_docs", sql.read("search/doc_lengths"), out, k)
-            self._copy("postings", sql.read("search/postings"), out, k)
-            self.index_seconds += time.perf_counter() - t_index
+            con.unregister("lines")
             con.unregister("lines_all")
-            con.execute("drop table lines; drop table lines_checked; drop table records_batch; "
-                        "drop table blocks_batch; drop table search_docs_batch; drop table search_words_batch")
+            con.unregister("batch_files")
+            con.execute("drop table records_batch; drop table blocks_batch")
         if self.bad:
             con.register("quarantine_batch", self._quarantine_table())
             for fid, n in con.execute("select file_id, count(*) from quarantine_batch group by 1").fetchall():
                 self.quarantined_by_file[fid] = self.quarantined_by_file.get(fid, 0) + n
             self._copy("quarantine", "select * from quarantine_batch", out, k)
             con.unregister("quarantine_batch")
+        self.batches.append(out)
         self.tables.clear()
         self.bad.clear()
         self.files = {}
         self.pending_bytes = 0
 
+    def _objects_only(self, lines_all: pa.Table) -> pa.Table:
+        """The lines that are JSON objects; the others are set aside for quarantine.
+
+        A line that is valid JSON and starts with '{' is an object, which is nearly every
+        line, so only the rest are looked at twice."""
+        con = self.con
+        suspects = con.execute(
+            "select file_id, line_no, byte_offset, line, "
+            "case when json_valid(line) then json_type(line) = 'OBJECT' else false end as ok "
+            "from lines_all where not json_valid(line) or not starts_with(line, '{')"
+        ).fetchall()
+        bad = [(fid, no, off, line) for fid, no, off, line, ok in suspects if not ok]
+        if not bad:
+            return lines_all
+        for file_id, line_no, offset, line in bad:
+            reason, err = _json_error(line)
+            self.bad.append(
+                (BadLine(file_id, line_no, offset, reason, err, line.encode("utf-8")), self.files[file_id])
+            )
+        con.register("bad_keys", pa.table({"file_id": [b[0] for b in bad], "line_no": [b[1] for b in bad]}))
+        objects = con.sql("select l.* from lines_all as l anti join bad_keys using (file_id, line_no)").to_arrow_table()
+        con.unregister("bad_keys")
+        return objects
+
     def _copy(self, table: str, select: str, out: Path, k: int) -> None:
         target = out / table
-        self.con.execute(f"create or replace temp table copy_batch as {select}")
-        rows = self.con.execute("select source, month, count(*) from copy_batch group by all").fetchall()
-        if not rows:
-            self.con.execute("drop table copy_batch")
-            return
-        self.con.execute(
-            f"copy copy_batch to '{_sql_str(target)}' (format parquet, compression zstd, "
-            f"partition_by (source, month), filename_pattern 'r{self.run_id:06d}_b{k:05d}_{{i}}')"
-        )
-        self.con.execute("drop table copy_batch")
-        counts = {(s, m): n for s, m, n in rows}
-        for dirpath, _dirs, names in os.walk(target):
-            for name in names:
-                p = Path(dirpath) / name
-                rel = p.relative_to(out)
-                parts = dict(seg.split("=", 1) for seg in rel.parts if "=" in seg)
-                os.chmod(p, 0o600)
-                n = counts.get((parts["source"], parts["month"]), 0)
-                self.written.append(Written(str(rel), table, parts["source"], parts["month"], n, p.stat().st_size, p))
+        copy_partitioned(self.con, select, target, f"r{self.run_id:06d}_b{k:05d}_{{i}}")
+        for p, rel, parts, n in written_files(target, out):
+            self.written.append(Written(str(rel), table, parts["source"], parts["month"], n, p.stat().st_size, p))
 
     def _files_table(self) -> pa.Table:
         ctxs = list(self.files.values())
@@ -221,8 +214,26 @@ class BatchWriter:
         ]
         return pa.Table.from_pylist(rows, schema=QUARANTINE_SCHEMA)
 
-    def close(self) -> None:
-        self.con.close()
+def copy_partitioned(con: duckdb.DuckDBPyConnection, select: str, target: Path, pattern: str) -> None:
+    """Write a query as zstd Parquet partitioned by source and month, straight from the query."""
+    con.execute(
+        f"copy ({select}) to '{_sql_str(target)}' (format parquet, compression zstd, "
+        f"partition_by (source, month), filename_pattern '{pattern}')"
+    )
+
+
+def written_files(target: Path, base: Path) -> Iterator[tuple[Path, Path, dict[str, str], int]]:
+    """Each Parquet file under `target`: its path, its path relative to `base`, its partition
+    values and its row count (from the file's own footer)."""
+    if not target.is_dir():
+        return
+    for dirpath, _dirs, names in os.walk(target):
+        for name in sorted(names):
+            p = Path(dirpath) / name
+            rel = p.relative_to(base)
+            parts = dict(seg.split("=", 1) for seg in rel.parts if "=" in seg)
+            os.chmod(p, 0o600)
+            yield p, rel, parts, pq.ParquetFile(p).metadata.num_rows
 
 
 def _json_error(line: str) -> tuple[str, str]:

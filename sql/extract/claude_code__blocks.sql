@@ -1,6 +1,7 @@
 -- grain: one row per content block of a Claude Code message record
 -- input: records_batch (the output of claude_code__records, with its `content` column)
-with exploded as (
+with parsed as (
+    -- content is minified JSON, so its first character tells an array; each is parsed once
     select
         source,
         session_id,
@@ -9,15 +10,22 @@ with exploded as (
         line_no,
         message_id,
         month,
-        unnest(json_transform(content, '[{
+        json_transform(content, '[{
             "type": "VARCHAR", "text": "VARCHAR", "thinking": "VARCHAR",
             "id": "VARCHAR", "name": "VARCHAR", "input": "JSON",
             "tool_use_id": "VARCHAR", "content": "JSON", "is_error": "BOOLEAN",
             "source": {"media_type": "VARCHAR", "data": "VARCHAR"}
-        }]')) as b,
-        unnest(range(json_array_length(content)::bigint)) as block_index
+        }]') as bl
     from records_batch
-    where json_type(content) = 'ARRAY'
+    where starts_with(content, '[')
+),
+
+exploded as (
+    select
+        * exclude (bl),
+        unnest(bl) as b,
+        unnest(range(len(bl))) as block_index
+    from parsed
 ),
 
 final as (
@@ -39,8 +47,8 @@ final as (
         b.input as tool_input,
         case
             when b.type <> 'tool_result' then null
-            when json_type(b.content) = 'VARCHAR' then b.content ->> '$'
-            when json_type(b.content) = 'ARRAY' then array_to_string(
+            when starts_with(b.content, '"') then b.content ->> '$'
+            when starts_with(b.content, '[') then array_to_string(
                 list_filter(
                     list_transform(
                         json_transform(b.content, '[{"type": "VARCHAR", "text": "VARCHAR"}]'),

@@ -30,7 +30,7 @@ blocks_of as (
     select
         *,
         j.message.content as content,
-        case when json_type(j.message.content) = 'ARRAY'
+        case when starts_with(j.message.content, '[')   -- minified JSON: the first character tells
             then json_transform(j.message.content, '[{"type": "VARCHAR", "text": "VARCHAR"}]')
         end as bl
     from parsed
@@ -74,13 +74,13 @@ typed as (
         j.gitBranch as git_branch,
         j.version,
         case
-            when json_type(b.content) = 'VARCHAR' then b.content ->> '$'
+            when starts_with(b.content, '"') then b.content ->> '$'
             when b.bl is not null then nullif(array_to_string(
                 list_filter(
                     list_transform(b.bl, lambda x: case when x.type = 'text' then x.text end),
                     lambda t: t is not null),
                 chr(10)), '')
-            when j.type = 'system' and json_type(j.content) = 'VARCHAR' then j.content ->> '$'
+            when j.type = 'system' and starts_with(j.content, '"') then j.content ->> '$'
             when j.type = 'summary' then j.summary
         end as text,
         list_transform(b.bl, lambda x: x.type) as block_types,

@@ -1,6 +1,8 @@
 -- grain: one row per searchable document of this batch: a message's text, or all the tool
 -- inputs and outputs of one record (the first 20,000 characters of them)
 -- input: records_batch, blocks_batch
+-- doc_id numbers the documents within the batch, so tokenizing carries one integer per word
+-- instead of the document's whole key
 with message_docs as (
     select source, session_id, file_id, file_epoch, line_no, 'message' as field,
         left(text, 100000) as body, month
@@ -19,10 +21,14 @@ tool_docs as (
     group by source, session_id, file_id, file_epoch, line_no
 ),
 
-final as (
+all_docs as (
     select * from message_docs
     union all
     select * from tool_docs
+),
+
+final as (
+    select row_number() over () as doc_id, * from all_docs
 )
 
 select * from final

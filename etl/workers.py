@@ -1,0 +1,86 @@
+"""A few threads, each with its own single-threaded DuckDB, to use every core.
+
+A batch of transcript lines is a few thousand fat rows, well under one DuckDB row group, so a
+single connection would run it on one core whatever its thread setting; DuckDB releases the
+GIL while it works, so one connection per thread loads batches side by side. Memory stays
+bounded by (workers x batch size), never by the corpus.
+"""
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from pathlib import Path
+from typing import TypeVar
+
+import duckdb
+
+from convarch.etl.duck import connect
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+MAX_WORKERS = 8
+MEMORY_BUDGET_MB = 800
+
+
+def default_workers() -> int:
+    return max(1, min(MAX_WORKERS, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
+
+
+class Workers:
+    """Run `fn(connection, item)` over items on `n` threads; results come back as they finish."""
+
+    def __init__(self, n: int, spill: Path, setup: Callable[[duckdb.DuckDBPyConnection], None] | None = None):
+        self.n = max(1, n)
+        self.spill = spill
+        self.setup = setup
+        self.memory_mb = max(200, MEMORY_BUDGET_MB // self.n)
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._cons: list[duckdb.DuckDBPyConnection] = []
+        self._pool: ThreadPoolExecutor | None = None
+
+    def _con(self) -> duckdb.DuckDBPyConnection:
+        con = getattr(self._local, "con", None)
+        if con is None:
+            with self._lock:
+                folder = self.spill / f"w{len(self._cons)}"
+            folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+            con = connect(":memory:", threads=1, preserve_insertion_order=False,
+                          memory_limit=f"{self.memory_mb}MB", temp_directory=str(folder))
+            if self.setup:
+                self.setup(con)
+            with self._lock:
+                self._cons.append(con)
+            self._local.con = con
+        return con
+
+    def map_unordered(self, fn: Callable[[duckdb.DuckDBPyConnection, T], R], items: Iterable[T]) -> Iterator[R]:
+        items = list(items)
+        if self.n == 1 or len(items) <= 1:
+            for item in items:
+                yield fn(self._con(), item)
+            return
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self.n, thread_name_prefix="convarch-load")
+        futures = [self._pool.submit(lambda it=item: fn(self._con(), it)) for item in items]
+        try:
+            for fut in as_completed(futures):
+                yield fut.result()
+        finally:
+            for fut in futures:
+                fut.cancel()
+            for fut in futures:      # nothing may still write into staging once we return
+                if not fut.cancelled():
+                    fut.exception()
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+        with self._lock:
+            for con in self._cons:
+                con.close()
+            self._cons.clear()
