@@ -35,6 +35,7 @@ from convarch.etl.layout import Layout
 t = time.perf_counter()
 s = ingest(Layout(Path(sys.argv[1])), [(claude_code, claude_code.resolve_root(Path(sys.argv[2])))])
 print(json.dumps({"seconds": time.perf_counter() - t, "index_seconds": s.index_seconds,
+                  "extract_seconds": s.extract_seconds,
                   "chain_seconds": s.chain_seconds,
                   "records": s.records_added, "files": s.files_changed,
                   "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
@@ -78,13 +79,27 @@ def duckdb_parse(glob: str) -> float:
 
 
 def run_ingest(db: Path, root: Path) -> dict:
-    out = subprocess.run([sys.executable, "-c", INGEST, str(db), str(root)], capture_output=True, text=True, check=True)
+    out = subprocess.run([sys.executable, "-c", INGEST, str(db), str(root)], capture_output=True, text=True)
+    if out.returncode:
+        sys.exit(f"ingest failed:\n{out.stderr}")
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def tree_bytes(root: Path) -> tuple[int, list[str]]:
     files = [str(p) for p in root.rglob("*.jsonl")]
     return sum(os.path.getsize(f) for f in files), files
+
+
+def cached(folder: Path, make, dest: Path):
+    """Generate a corpus once per size (generation is deterministic) and give each run a
+    fresh copy, since the run appends to some of its files."""
+    marker = folder / ".generated.json"
+    if not marker.exists():
+        shutil.rmtree(folder, ignore_errors=True)
+        info = make(folder)
+        marker.write_text(json.dumps(info))
+    shutil.copytree(folder, dest, ignore=shutil.ignore_patterns(".generated.json"))
+    return json.loads(marker.read_text())
 
 
 def ratio(a: float, b: float) -> str:
@@ -104,11 +119,13 @@ def main() -> None:
     work = args.out / "work"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
-    results: dict = {"machine": {"platform": platform.platform(), "cpus": os.cpu_count(),
+    from convarch.etl.workers import default_workers
+
+    results: dict = {"machine": {"platform": platform.platform(), "cpus": os.cpu_count(), "workers": default_workers(),
                                  "python": platform.python_version()}, "params": vars(args) | {"out": str(args.out)}}
 
     print(f"generating a ~{args.mb} MB corpus …", flush=True)
-    corpus = generate(work / "corpus", args.mb)
+    corpus = cached(args.out / "cache" / f"mixed-{args.mb}mb", lambda d: generate(d, args.mb), work / "corpus")
     nbytes, files = tree_bytes(work / "corpus")
     mb = nbytes / 1e6
     results["corpus"] = corpus | {"mb": round(mb, 1)}
@@ -182,7 +199,8 @@ def main() -> None:
 
     print("chain corpus …", flush=True)
     cdb = work / "chains" / "convarch.duckdb"
-    cbytes = generate_chain_corpus(work / "chain_corpus", args.chain_sessions, args.chain_records)
+    cbytes = cached(args.out / "cache" / f"chains-{args.chain_sessions}x{args.chain_records}",
+                    lambda d: generate_chain_corpus(d, args.chain_sessions, args.chain_records), work / "chain_corpus")
     cingest = run_ingest(cdb, work / "chain_corpus" / "claude")
     con = convarch.connect(cdb)
     t = time.perf_counter()
@@ -205,7 +223,7 @@ def main() -> None:
     doc = build(con, sid)
     render_s = time.perf_counter() - t
     con.close()
-    results["handoff"] = {"turns": 20000, "render_seconds": round(render_s, 2), "chars": len(doc)}
+    results["handoff"] = {"turns": 10000, "records": 20000, "render_seconds": round(render_s, 2), "chars": len(doc)}
 
     args.out.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%dT%H%M%S")
@@ -224,7 +242,7 @@ append 10 x 5     {i['append_10_lines_x5_seconds']} s for {i['append_records']} 
 search            p50 {s['p50_ms']} ms, p95 {s['p95_ms']} ms per CLI call (process start alone {s['cli_startup_ms']} ms)
   index           {s['index_mb']} MB = {s['index_ratio_to_corpus']} of the corpus; whole lake {s['lake_ratio_to_corpus']}
 chains            {c['sessions']} x {c['records_per_session']}: built in {c['build_seconds']} s at ingest -> ratio to parsing and loading them {c['ratio_to_parse_load']}; reading all {c['chain_rows']} rows {c['read_all_seconds']} s
-handoff           {h['turns']} turns rendered in {h['render_seconds']} s ({h['chars']} chars)
+handoff           {h['turns']:,} turns ({h['records']:,} records) rendered in {h['render_seconds']} s ({h['chars']} chars)
 results           {args.out / 'latest.json'}""")
 
 

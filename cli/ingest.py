@@ -21,9 +21,12 @@ from convarch.etl.ingest import ingest as run_ingest
 @click.option("--wait", default=30.0, show_default=True, help="Seconds to wait for another ingest to finish.")
 @click.option("--redact", is_flag=True,
               help="Store secrets redacted as [REDACTED:kind] (this warehouse keeps doing so from now on).")
+@click.option("--workers", type=click.IntRange(1, 64), default=None,
+              help="Threads loading files side by side (default: one per core, at most 8).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
 @click.pass_obj
-def ingest(obj, source: str | None, all_: bool, root: Path | None, wait: float, redact: bool, as_json: bool) -> None:
+def ingest(obj, source: str | None, all_: bool, root: Path | None, wait: float, redact: bool, workers: int | None,
+           as_json: bool) -> None:
     """Copy agent session stores into the warehouse (only what changed since the last run)."""
     if all_ and (source or root):
         raise UsageError("give either --all or SOURCE [--root PATH], not both")
@@ -51,7 +54,8 @@ def ingest(obj, source: str | None, all_: bool, root: Path | None, wait: float, 
             bar.update(n)
 
     try:
-        summary = run_ingest(obj.layout, targets, on_plan=on_plan, progress=progress, wait_seconds=wait, redact=redact)
+        summary = run_ingest(obj.layout, targets, on_plan=on_plan, progress=progress, wait_seconds=wait, redact=redact,
+                             workers=workers)
     finally:
         if bar is not None:
             bar.__exit__(None, None, None)

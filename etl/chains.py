@@ -14,9 +14,9 @@ from pathlib import Path
 import duckdb
 
 from convarch import sql
-from convarch.etl.duck import connect
 from convarch.etl.layout import Layout
-from convarch.etl.load import Written
+from convarch.etl.load import Written, copy_partitioned, written_files
+from convarch.etl.workers import Workers
 
 #: Views computed by ingest; the catalog serves them from Parquet.
 MATERIALIZED = ("branches", "chain_messages", "resume_messages", "session_state", "chain_issues")
@@ -42,13 +42,37 @@ def define_chain_views(con: duckdb.DuckDBPyConnection, *, as_tables: bool = Fals
         con.execute(f"create or replace {kind} {sql.view_name(name)} as {sql.read(name)}")
 
 
-def materialize(layout: Layout, state: duckdb.DuckDBPyConnection, run_id: int, epochs: list[tuple[int, int]],
-                written: list[Written], staging: Path, seeds: dict[str, Path]) -> tuple[list[Written], float]:
+#: A group of files whose chains one worker computes at once: big enough that the recursive
+#: walk's per-step cost is shared, small enough that its memory stays bounded.
+GROUP_RECORDS = 100_000
+GROUP_BYTES = 48 << 20
+
+
+def groups_of(files: list[tuple[int, int, str]], records: dict[int, int], nbytes: dict[int, int]) -> list[list]:
+    """Split (file_id, epoch, source) triples into groups under GROUP_RECORDS and GROUP_BYTES."""
+    groups: list[list] = []
+    current: list = []
+    n = b = 0
+    for item in sorted(files, key=lambda f: records.get(f[0], 0), reverse=True):
+        r, size = records.get(item[0], 0), nbytes.get(item[0], 0)
+        if current and (n + r > GROUP_RECORDS or b + size > GROUP_BYTES):
+            groups.append(current)
+            current, n, b = [], 0, 0
+        current.append(item)
+        n += r
+        b += size
+    if current:
+        groups.append(current)
+    return groups
+
+
+def materialize(layout: Layout, state: duckdb.DuckDBPyConnection, run_id: int, epochs: list[tuple[int, int, str]],
+                written: list[Written], staging: Path, seeds: dict[str, Path], workers: Workers,
+                records: dict[int, int] | None = None, nbytes: dict[int, int] | None = None) -> tuple[list[Written], float]:
     """Compute the chains of the files in `epochs` ((file_id, current epoch, source)) and write
-    them under `staging`."""
+    them under `staging`, a group of files per worker task."""
     if not epochs:
         return [], 0.0
-    file_ids = [fid for fid, _, _ in epochs]
     t0 = time.perf_counter()
     files: dict[str, list[str]] = {"records": [str(seeds["records"])], "blocks": [str(seeds["blocks"])]}
     for path, table in state.execute(
@@ -58,37 +82,41 @@ def materialize(layout: Layout, state: duckdb.DuckDBPyConnection, run_id: int, e
     for w in written:
         if w.table_name in files:
             files[w.table_name].append(str(layout.lake / w.path))
-    con = connect(":memory:", threads=2, preserve_insertion_order=False)
-    try:
-        con.execute("create table wanted (file_id bigint, epoch integer, source varchar)")
-        con.executemany("insert into wanted values (?, ?, ?)", epochs)
-        ids = ", ".join(str(int(i)) for i in sorted(set(file_ids)))
-        for table in ("records", "blocks"):
-            listed = ", ".join(_quote(f) for f in files[table])
-            con.execute(
-                f"create view stg_{table} as select t.* from read_parquet([{listed}], hive_partitioning = true, "
-                f"union_by_name = true) as t join wanted on wanted.file_id = t.file_id and wanted.epoch = t.file_epoch "
-                f"where t.file_id in ({ids})"
-            )
-        define_chain_views(con, as_tables=True)
-        out: list[Written] = []
-        (staging / "chains").mkdir(parents=True, exist_ok=True, mode=0o700)
-        for name in MATERIALIZED:
-            target = staging / "chains" / name
-            con.execute(f"create or replace temp table chain_batch as {_with_source(con, name)}, "
-                        f"{int(run_id)}::bigint as chain_run_id, 'all' as month from {name} as v "
-                        "join wanted as w on w.file_id = v.file_id")
-            n = con.execute("select count(*) from chain_batch").fetchone()[0]
-            if not n:
-                continue
-            con.execute(f"copy chain_batch to {_quote(str(target))} (format parquet, compression zstd, "
-                        f"partition_by (source, month), filename_pattern 'r{run_id:06d}_{{i}}')")
-            for p in sorted(target.rglob("*.parquet")):
-                rel = p.relative_to(target.parent)
-                parts = dict(seg.split("=", 1) for seg in rel.parts if "=" in seg)
-                p.chmod(0o600)
-                count = con.execute(f"select count(*) from chain_batch where source = ?", [parts["source"]]).fetchone()[0]
-                out.append(Written(str(rel), name, parts["source"], parts["month"], count, p.stat().st_size, p))
-        return out, time.perf_counter() - t0
-    finally:
-        con.close()
+    groups = groups_of(epochs, records or {}, nbytes or {})
+    out: list[Written] = []
+    for got in workers.map_unordered(lambda con, g: _build_group(con, g[0], g[1], files, run_id, staging),
+                                     list(enumerate(groups))):
+        out += got
+    return out, time.perf_counter() - t0
+
+
+def _build_group(con: duckdb.DuckDBPyConnection, index: int, epochs: list[tuple[int, int, str]],
+                 files: dict[str, list[str]], run_id: int, staging: Path) -> list[Written]:
+    con.execute("create or replace temp table wanted (file_id bigint, epoch integer, source varchar)")
+    con.executemany("insert into wanted values (?, ?, ?)", epochs)
+    ids = ", ".join(str(int(fid)) for fid in sorted({e[0] for e in epochs}))
+    for table in ("records", "blocks"):
+        listed = ", ".join(_quote(f) for f in files[table])
+        con.execute(
+            f"create or replace temp view stg_{table} as select t.* from read_parquet([{listed}], hive_partitioning = true, "
+            f"union_by_name = true) as t join wanted on wanted.file_id = t.file_id and wanted.epoch = t.file_epoch "
+            f"where t.file_id in ({ids})"
+        )
+    define_chain_views(con, as_tables=True)
+    out: list[Written] = []
+    base = staging / "chains" / f"g{index:05d}"
+    base.mkdir(parents=True, exist_ok=True, mode=0o700)
+    for name in MATERIALIZED:
+        target = base / name
+        con.execute(f"create or replace temp table chain_batch as {_with_source(con, name)}, "
+                    f"{int(run_id)}::bigint as chain_run_id, 'all' as month from {name} as v "
+                    "join wanted as w on w.file_id = v.file_id")
+        n = con.execute("select count(*) from chain_batch").fetchone()[0]
+        if n:
+            copy_partitioned(con, "select * from chain_batch", target, f"r{run_id:06d}_g{index:05d}_{{i}}")
+            out += [Written(str(rel), name, parts["source"], parts["month"], rows, p.stat().st_size, p)
+                    for p, rel, parts, rows in written_files(target, base)]
+        con.execute("drop table chain_batch")
+    for name in reversed(CHAIN_VIEWS):
+        con.execute(f"drop table if exists {sql.view_name(name)}")
+    return out

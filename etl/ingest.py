@@ -147,12 +147,14 @@ def _ingest(layout, targets, on_plan, progress, wait_seconds, redact, n_workers)
             t_index = time.monotonic()
             written += _index(workers, batches, run_id, seeds)
             summary.index_seconds = time.monotonic() - t_index
+            _move_into_lake(layout, staging, written)
+            chain_written, summary.chain_seconds = materialize(
+                layout, state, run_id, [(u["file_id"], u["epoch"], u["source"]) for u in updates], written, staging,
+                seeds, workers, records={u["file_id"]: u["prev_records"] + u["records_added"] for u in updates},
+                nbytes={u["file_id"]: u["size"] for u in updates})
         finally:
             workers.close()
         touched = [p for p in plans if p.action == "touched"]
-        _move_into_lake(layout, staging, written)
-        chain_written, summary.chain_seconds = materialize(
-            layout, state, run_id, [(u["file_id"], u["epoch"], u["source"]) for u in updates], written, staging, seeds)
         _move_into_lake(layout, staging, chain_written)
         written += chain_written
         summary.sessions = len(sessions)
@@ -401,6 +403,7 @@ def _read_file(p: Planned, writer: BatchWriter, snapdir: Path, result: UnitResul
         "epoch": epoch,
         "tail_bytes": s.size - s.end,
         "lines_read": lines_read,
+        "prev_records": prev["records"] if prev and p.action != "rewrite" else 0,
         "session_hint": p.file.session_hint,
         "parent_session_hint": p.file.parent_session_hint,
     }

@@ -121,13 +121,14 @@ class BatchWriter:
             con.register("batch_files", self._files_table())
             con.register("lines", self._objects_only(lines_all))
             con.execute(f"create or replace temp table records_batch as {sql.read(self.extract.records)}")
+            con.execute(sql.read("extract/fill_month"))
             con.execute(f"create or replace temp table blocks_batch as {sql.read(self.extract.blocks)}")
             for fid, n in con.execute("select file_id, count(*) from records_batch group by 1").fetchall():
                 self.records_by_file[fid] = self.records_by_file.get(fid, 0) + n
             self.sessions.update(
                 (s, sid) for s, sid in con.execute("select distinct source, session_id from records_batch").fetchall()
             )
-            self._copy("records", "select * exclude (content) from records_batch", out, k)
+            self._copy("records", sql.read("extract/stored_records"), out, k)
             self._copy("blocks", "select * from blocks_batch", out, k)
             con.unregister("lines")
             con.unregister("lines_all")

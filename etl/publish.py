@@ -29,7 +29,7 @@ SEED_SOURCE = "_schema"
 
 def _schema_sources() -> str:
     """The text every stored table's columns follow from; its hash names the seed files."""
-    names = [claude_code.EXTRACT.records, claude_code.EXTRACT.blocks, "search/docs", "search/words",
+    names = [claude_code.EXTRACT.records, claude_code.EXTRACT.blocks, "extract/stored_records", "search/docs", "search/words",
              "search/postings", "search/doc_lengths", *CHAIN_VIEWS]
     return "\n".join(sql.read(n) for n in names) + str(QUARANTINE_SCHEMA)
 
@@ -46,7 +46,7 @@ def seed_schemas() -> dict[str, pa.Schema]:
         "run_id bigint)"
     )
     con.execute(f"create temp table records_batch as {sql.read(claude_code.EXTRACT.records)}")
-    records = con.sql("select * exclude (content, source, month) from records_batch").to_arrow_table().schema
+    records = con.sql(f"select * exclude (source, month) from ({sql.read('extract/stored_records')})").to_arrow_table().schema
     con.execute(f"create temp table blocks_batch as {sql.read(claude_code.EXTRACT.blocks)}")
     blocks = con.sql("select * exclude (source, month) from blocks_batch").to_arrow_table().schema
     con.execute(sql.read("search/macros"))
@@ -54,7 +54,7 @@ def seed_schemas() -> dict[str, pa.Schema]:
     con.execute(f"create temp table search_words_batch as {sql.read('search/words')}")
     docs = con.sql(f"select * exclude (source, month) from ({sql.read('search/doc_lengths')})").to_arrow_table().schema
     postings = con.sql(f"select * exclude (source, month) from ({sql.read('search/postings')})").to_arrow_table().schema
-    con.execute("create view stg_records as select * exclude (content) from records_batch")
+    con.execute(f"create view stg_records as {sql.read('extract/stored_records')}")
     con.execute("create view stg_blocks as select * from blocks_batch")
     define_chain_views(con)
     chains = {}

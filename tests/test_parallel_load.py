@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from convarch.adapters import claude_code
+from convarch.etl import chains
 from convarch.etl import ingest as ingest_mod
 from convarch.etl import lines
 from convarch.etl.ingest import ingest
@@ -22,6 +23,9 @@ TABLES = {
     "search_postings": "term, file_id, line_no, field, tf",
     "search_docs": "file_id, line_no, field, length",
     "chain_messages": "session_id, seq, message_id",
+    "resume_messages": "session_id, message_id",
+    "branches": "session_id, leaf_id, is_default, length",
+    "sessions": "session_id, title, message_count, record_count",
     "quarantine": "source_file, line_no, reason",
 }
 
@@ -44,6 +48,8 @@ def test_four_workers_load_exactly_what_one_worker_loads(tmp_path, monkeypatch):
     monkeypatch.setattr(ingest_mod, "FLUSH_BYTES", 64 << 10)   # many small units and batches
     results = {}
     for n in (1, 4):
+        # four workers also compute the chains in many small groups of files
+        monkeypatch.setattr(chains, "GROUP_RECORDS", 100_000 if n == 1 else 150)
         db = tmp_path / f"w{n}" / "convarch.duckdb"
         s = ingest(Layout(db), [(claude_code, claude_code.resolve_root(root))], workers=n)
         assert s.files_changed == 24 and s.quarantined == 2

@@ -138,11 +138,7 @@ classified as (
 final as (
     select
         * exclude (block_types),
-        coalesce(
-            strftime("timestamp", '%Y-%m'),
-            strftime(min("timestamp") over (partition by file_id), '%Y-%m'),
-            'unknown'
-        ) as month
+        strftime("timestamp", '%Y-%m') as month  -- null: the loader gives the file's earliest month
     from classified
 )
 

@@ -382,12 +382,10 @@ final as (
         *,
         coalesce(
             strftime("timestamp", '%Y-%m'),
-            strftime(min("timestamp") over (partition by file_id), '%Y-%m'),
             -- a file with no time at all (an older build's API history): Cline's task id is
             -- Date.now() at creation, and the SDK's session id starts with it
             strftime(make_timestamp(try_cast(nullif(regexp_extract(session_id, '^([0-9]{13})(_|$)', 1), '')
-                as bigint) * 1000), '%Y-%m'),
-            'unknown'
+                as bigint) * 1000), '%Y-%m')
         ) as month
     from classified
 )

@@ -197,11 +197,7 @@ classified as (
 final as (
     select
         * exclude (n_calls),
-        coalesce(
-            strftime("timestamp", '%Y-%m'),
-            strftime(min("timestamp") over (partition by file_id), '%Y-%m'),
-            'unknown'
-        ) as month
+        strftime("timestamp", '%Y-%m') as month  -- null: the loader gives the file's earliest month
     from classified
 )
 

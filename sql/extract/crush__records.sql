@@ -187,11 +187,7 @@ final as (
             when len(part_types) > 0 and len(list_filter(part_types, lambda t: t <> 'shell_command')) = 0
                 then 'shell_escape'
         end as harness_kind,
-        coalesce(
-            strftime("timestamp", '%Y-%m'),
-            strftime(min("timestamp") over (partition by file_id), '%Y-%m'),
-            'unknown'
-        ) as month
+        strftime("timestamp", '%Y-%m') as month  -- null: the loader gives the file's earliest month
     from typed
 )
 

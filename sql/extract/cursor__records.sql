@@ -412,9 +412,7 @@ final as (
         end as harness_kind,
         coalesce(
             strftime("timestamp", '%Y-%m'),
-            strftime(context_time, '%Y-%m'),
-            strftime(min("timestamp") over (partition by file_id), '%Y-%m'),
-            'unknown'
+            strftime(context_time, '%Y-%m')
         ) as month
     from classified
 )

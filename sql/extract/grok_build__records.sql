@@ -396,11 +396,7 @@ final as (
         raw,
         kind,
         harness_kind,
-        coalesce(
-            strftime("timestamp", '%Y-%m'),
-            strftime(min("timestamp") over (partition by file_id), '%Y-%m'),
-            'unknown'
-        ) as month
+        strftime("timestamp", '%Y-%m') as month  -- null: the loader gives the file's earliest month
     from classified
 )
 

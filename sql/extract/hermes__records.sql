@@ -188,11 +188,7 @@ final as (
         is_compact_summary, agent_id, request_id, api_message_id, model, cwd, git_branch,
         version, text, input_tokens, output_tokens, cache_creation_tokens, cache_read_tokens,
         content, raw, kind, harness_kind,
-        coalesce(
-            strftime("timestamp", '%Y-%m'),
-            strftime(min("timestamp") over (partition by file_id), '%Y-%m'),
-            'unknown'
-        ) as month
+        strftime("timestamp", '%Y-%m') as month  -- null: the loader gives the file's earliest month
     from classified
 )
 

@@ -183,11 +183,7 @@ classified as (
 final as (
     select
         * exclude (part_types, only_synthetic, finished_in_tools),
-        coalesce(
-            strftime("timestamp", '%Y-%m'),
-            strftime(min("timestamp") over (partition by file_id), '%Y-%m'),
-            'unknown'
-        ) as month
+        strftime("timestamp", '%Y-%m') as month  -- null: the loader gives the file's earliest month
     from classified
 )
 

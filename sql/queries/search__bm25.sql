@@ -49,6 +49,14 @@ scored as (
     group by all
 ),
 
+-- when only the words decide, just the best $limit (ties kept) go on to be looked up
+candidates as (
+    select * from scored
+    qualify not ($role is null and $since is null and $until is null and $cwd is null
+                 and len($phrases::varchar[]) = 0)
+        or rank() over (order by matched_terms desc, score desc) <= $limit
+),
+
 filtered as (
     select
         s.*,
@@ -58,7 +66,7 @@ filtered as (
         case when s.field = 'message' then r.text end as text,
         sess.title,
         sess.cwd
-    from scored as s
+    from candidates as s
     join stg_records as r
         on r.file_id = s.file_id and r.file_epoch = s.file_epoch and r.line_no = s.line_no
     left join sessions as sess
@@ -69,17 +77,32 @@ filtered as (
         and ($cwd is null or sess.cwd = $cwd or starts_with(sess.cwd, rtrim($cwd, '/') || '/'))
 ),
 
-with_tools as (
+-- without phrases the final order is known here, so tool texts are fetched for $limit rows only
+shortlist as (
+    select * from filtered
+    qualify len($phrases::varchar[]) > 0
+        or row_number() over (order by matched_terms desc, score desc, "timestamp" desc nulls last,
+                                       session_id, line_no) <= $limit
+),
+
+tool_texts as (
     select
-        f.*,
-        (
-            select string_agg(concat_ws(chr(10), b.tool_name, b.tool_input::varchar, b.output_text), chr(10)
-                              order by b.block_index)
-            from stg_blocks as b
-            where b.file_id = f.file_id and b.file_epoch = f.file_epoch and b.line_no = f.line_no
-                and f.field = 'tool'
-        ) as tool_text
-    from filtered as f
+        b.file_id,
+        b.file_epoch,
+        b.line_no,
+        string_agg(concat_ws(chr(10), b.tool_name, b.tool_input::varchar, b.output_text), chr(10)
+                   order by b.block_index) as tool_text
+    from stg_blocks as b
+    semi join (select * from shortlist where field = 'tool') as s
+        on s.file_id = b.file_id and s.file_epoch = b.file_epoch and s.line_no = b.line_no
+    group by b.file_id, b.file_epoch, b.line_no
+),
+
+with_tools as (
+    select s.*, t.tool_text
+    from shortlist as s
+    left join tool_texts as t
+        on s.field = 'tool' and t.file_id = s.file_id and t.file_epoch = s.file_epoch and t.line_no = s.line_no
 ),
 
 final as (

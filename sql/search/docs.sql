@@ -1,5 +1,6 @@
 -- grain: one row per searchable document of this batch: a message's text, or all the tool
--- inputs and outputs of one record (the first 20,000 characters of them)
+-- inputs and outputs of one record (of an output over 8,000 bytes, its first 6,000 and last
+-- 2,000 characters; 20,000 characters per record at most)
 -- input: records_batch, blocks_batch
 -- doc_id numbers the documents within the batch, so tokenizing carries one integer per word
 -- instead of the document's whole key
@@ -13,7 +14,11 @@ with message_docs as (
 tool_docs as (
     select
         source, session_id, file_id, file_epoch, line_no, 'tool' as field,
-        left(string_agg(concat_ws(chr(10), tool_name, left(tool_input::varchar, 5000), left(output_text, 20000)),
+        left(string_agg(concat_ws(chr(10), tool_name, left(tool_input::varchar, 5000),
+                                  -- a long output's head says what ran, its tail how it ended
+                                  case when strlen(output_text) > 8000
+                                      then left(output_text, 6000) || ' … ' || right(output_text, 2000)
+                                      else output_text end),
                         chr(10) order by block_index), 20000) as body,
         any_value(month) as month
     from blocks_batch

@@ -7,7 +7,7 @@ with metadata as (
         record_type,
         file_id,
         line_no,
-        json(raw) as j,
+        json(metadata_raw) as j,
         text
     from stg_records
     where kind = 'metadata'
