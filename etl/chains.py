@@ -44,16 +44,18 @@ def define_chain_views(con: duckdb.DuckDBPyConnection, *, as_tables: bool = Fals
 
 #: A group of files whose chains one worker computes at once: big enough that the recursive
 #: walk's per-step cost is shared, small enough that its memory stays bounded.
-GROUP_RECORDS = 100_000
-GROUP_BYTES = 48 << 20
+GROUP_RECORDS = 250_000
+GROUP_BYTES = 128 << 20
 
 
 def groups_of(files: list[tuple[int, int, str]], records: dict[int, int], nbytes: dict[int, int]) -> list[list]:
-    """Split (file_id, epoch, source) triples into groups under GROUP_RECORDS and GROUP_BYTES."""
+    """Split (file_id, epoch, source) triples into groups under GROUP_RECORDS and GROUP_BYTES,
+    in file id order: files loaded together sit in the same Parquet files, so a group reads
+    few of them."""
     groups: list[list] = []
     current: list = []
     n = b = 0
-    for item in sorted(files, key=lambda f: records.get(f[0], 0), reverse=True):
+    for item in sorted(files):
         r, size = records.get(item[0], 0), nbytes.get(item[0], 0)
         if current and (n + r > GROUP_RECORDS or b + size > GROUP_BYTES):
             groups.append(current)
@@ -97,8 +99,11 @@ def _build_group(con: duckdb.DuckDBPyConnection, index: int, epochs: list[tuple[
     ids = ", ".join(str(int(fid)) for fid in sorted({e[0] for e in epochs}))
     for table in ("records", "blocks"):
         listed = ", ".join(_quote(f) for f in files[table])
+        # read once into a table: every chain step reads these, and binding a view over all
+        # the lake's files would read each file's footer again for every step
+        con.execute(f"drop view if exists stg_{table}")
         con.execute(
-            f"create or replace temp view stg_{table} as select t.* from read_parquet([{listed}], hive_partitioning = true, "
+            f"create or replace temp table stg_{table} as select t.* from read_parquet([{listed}], hive_partitioning = true, "
             f"union_by_name = true) as t join wanted on wanted.file_id = t.file_id and wanted.epoch = t.file_epoch "
             f"where t.file_id in ({ids})"
         )
@@ -117,6 +122,6 @@ def _build_group(con: duckdb.DuckDBPyConnection, index: int, epochs: list[tuple[
             out += [Written(str(rel), name, parts["source"], parts["month"], rows, p.stat().st_size, p)
                     for p, rel, parts, rows in written_files(target, base)]
         con.execute("drop table chain_batch")
-    for name in reversed(CHAIN_VIEWS):
+    for name in [*reversed(CHAIN_VIEWS), "stg_blocks", "stg_records"]:
         con.execute(f"drop table if exists {sql.view_name(name)}")
     return out

@@ -284,15 +284,15 @@ class UnitResult:
 
 
 def _units(changed: list[Planned]) -> list[Unit]:
-    """Group changed files into units of about FLUSH_BYTES, biggest first so the workers end
-    together."""
+    """Group changed files, in file id order, into units of about FLUSH_BYTES; the biggest
+    units go first so the workers end together."""
     by_source: dict[str, list[Planned]] = {}
     for p in changed:
         by_source.setdefault(p.file.source, []).append(p)
     units: list[Unit] = []
     for source, plans in by_source.items():
         unit = Unit(source, [])
-        for p in sorted(plans, key=lambda p: p.stat.size - p.start, reverse=True):
+        for p in sorted(plans, key=lambda p: p.file_id):   # neighbours share Parquet files
             size = max(p.stat.size - p.start, 0)
             if unit.plans and unit.nbytes + size > FLUSH_BYTES:
                 units.append(unit)

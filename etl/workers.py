@@ -22,7 +22,7 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 MAX_WORKERS = 8
-MEMORY_BUDGET_MB = 800
+MEMORY_BUDGET_MB = 600
 
 
 def default_workers() -> int:
