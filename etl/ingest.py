@@ -17,6 +17,7 @@ from pathlib import Path
 from types import ModuleType
 
 import duckdb
+import pyarrow as pa
 
 from convarch.adapters.base import SourceFile
 from convarch.etl import snapshot as snap
@@ -427,25 +428,28 @@ def _move_into_lake(layout: Layout, staging: Path, written: list[Written]) -> No
 def _commit(state, run_id, written, updates, touched, gone, summary: Summary, t0: float) -> None:
     state.execute("begin")
     try:
-        for w in written:
-            state.execute(
-                "insert into data_files (path, table_name, source, month, run_id, row_count, bytes) values (?, ?, ?, ?, ?, ?, ?)",
-                [w.path, w.table_name, w.source, w.month, run_id, w.row_count, w.bytes],
-            )
+        if written:     # one insert of many rows: per-row statements cost seconds on big runs
+            rows = pa.table({
+                "path": [w.path for w in written], "table_name": [w.table_name for w in written],
+                "source": [w.source for w in written], "month": [w.month for w in written],
+                "run_id": pa.array([run_id] * len(written), pa.int64()),
+                "row_count": pa.array([w.row_count for w in written], pa.int64()),
+                "bytes": pa.array([w.bytes for w in written], pa.int64()),
+            })
+            state.register("written_rows", rows)
+            state.execute("insert into data_files (path, table_name, source, month, run_id, row_count, bytes) "
+                          "select * from written_rows")
+            state.unregister("written_rows")
+        new_files = []
         for u in updates:
             st: snap.FileStat = u["stat"]
             added, quarantined = u.get("records_added", 0), u.get("quarantined_added", 0)
             summary.records_added += added
             summary.quarantined += quarantined
             if u["action"] == "new":
-                state.execute(
-                    "insert into source_files (file_id, source, path, dev, inode, size, mtime_ns, \"offset\", head_len, head_hash, "
-                    "epoch, tail_bytes, lines_read, records, quarantined, session_hint, parent_session_hint, first_run_id, "
-                    "last_run_id, chain_run_id) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    [u["file_id"], u["source"], u["path"], st.dev, st.inode, u["size"], st.mtime_ns, u["offset"], u["head_len"],
-                     u["head_hash"], u["epoch"], u["tail_bytes"], u["lines_read"], added, quarantined, u["session_hint"],
-                     u["parent_session_hint"], run_id, run_id, run_id],
-                )
+                new_files.append((u["file_id"], u["source"], u["path"], st.dev, st.inode, u["size"], st.mtime_ns,
+                                  u["offset"], u["head_len"], u["head_hash"], u["epoch"], u["tail_bytes"], u["lines_read"],
+                                  added, quarantined, u["session_hint"], u["parent_session_hint"], run_id, run_id, run_id))
             else:
                 reset = u["action"] == "rewrite"
                 state.execute(
@@ -456,6 +460,14 @@ def _commit(state, run_id, written, updates, touched, gone, summary: Summary, t0
                     [u["path"], st.dev, st.inode, u["size"], st.mtime_ns, u["offset"], u["head_len"], u["head_hash"], u["epoch"],
                      u["tail_bytes"], u["lines_read"], reset, added, reset, quarantined, run_id, run_id, u["file_id"]],
                 )
+        if new_files:
+            cols = ["file_id", "source", "path", "dev", "inode", "size", "mtime_ns", "offset", "head_len", "head_hash",
+                    "epoch", "tail_bytes", "lines_read", "records", "quarantined", "session_hint", "parent_session_hint",
+                    "first_run_id", "last_run_id", "chain_run_id"]
+            state.register("new_files", pa.Table.from_pylist([dict(zip(cols, r)) for r in new_files]))
+            state.execute(f"insert into source_files ({', '.join(chr(34) + c + chr(34) for c in cols)}) "
+                          f"select {', '.join(chr(34) + c + chr(34) for c in cols)} from new_files")
+            state.unregister("new_files")
         for p in touched:
             state.execute(
                 "update source_files set path = ?, dev = ?, inode = ?, size = ?, mtime_ns = ?, gone = false where file_id = ?",

@@ -127,7 +127,8 @@ def describe(con: duckdb.DuckDBPyConnection, views: tuple[str, ...] | None = Non
     public view."""
     names = sql.PUBLIC_VIEWS if views is None else views
     catalog_views = dict(con.execute(
-        "select view_name, comment from duckdb_views() where schema_name = 'main' and not internal"
+        "select view_name, comment from duckdb_views() where schema_name = 'main' and not internal "
+        "union all select table_name, comment from duckdb_tables() where schema_name = 'main'"
     ).fetchall())
     documented = {}
     for name in sql.PUBLIC_VIEWS:
