@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import duckdb
+import pyarrow.parquet as pq
 
 from convarch import sql
 from convarch.etl.layout import Layout
@@ -44,8 +45,8 @@ def define_chain_views(con: duckdb.DuckDBPyConnection, *, as_tables: bool = Fals
 
 #: A group of files whose chains one worker computes at once: big enough that the recursive
 #: walk's per-step cost is shared, small enough that its memory stays bounded.
-GROUP_RECORDS = 250_000
-GROUP_BYTES = 128 << 20
+GROUP_RECORDS = 50_000
+GROUP_BYTES = 64 << 20
 
 
 def groups_of(files: list[tuple[int, int, str]], records: dict[int, int], nbytes: dict[int, int]) -> list[list]:
@@ -85,11 +86,38 @@ def materialize(layout: Layout, state: duckdb.DuckDBPyConnection, run_id: int, e
         if w.table_name in files:
             files[w.table_name].append(str(layout.lake / w.path))
     groups = groups_of(epochs, records or {}, nbytes or {})
+    ranges = {f: _file_id_range(f) for listed in files.values() for f in listed}
+
+    def group_files(group: list) -> dict[str, list[str]]:
+        # only the Parquet files whose file_id range meets the group's: a group reads its own rows
+        lo, hi = min(e[0] for e in group), max(e[0] for e in group)
+        return {t: [f for f in listed if ranges[f] is None or (ranges[f][0] <= hi and ranges[f][1] >= lo)]
+                for t, listed in files.items()}
+
     out: list[Written] = []
-    for got in workers.map_unordered(lambda con, g: _build_group(con, g[0], g[1], files, run_id, staging),
-                                     list(enumerate(groups))):
+    for got in workers.map_unordered(
+            lambda con, g: _build_group(con, g[0], g[1], group_files(g[1]), run_id, staging), list(enumerate(groups))):
         out += got
     return out, time.perf_counter() - t0
+
+
+def _file_id_range(path: str) -> tuple[int, int] | None:
+    """Smallest and largest file_id in a Parquet file, from its footer; None when unknown (an
+    empty seed, or no statistics), and such a file is always read."""
+    meta = pq.ParquetFile(path).metadata
+    lo = hi = None
+    for g in range(meta.num_row_groups):
+        group = meta.row_group(g)
+        for c in range(group.num_columns):
+            col = group.column(c)
+            if col.path_in_schema != "file_id":
+                continue
+            st = col.statistics
+            if st is None or not st.has_min_max:
+                return None
+            lo = st.min if lo is None else min(lo, st.min)
+            hi = st.max if hi is None else max(hi, st.max)
+    return None if lo is None else (lo, hi)
 
 
 def _build_group(con: duckdb.DuckDBPyConnection, index: int, epochs: list[tuple[int, int, str]],
