@@ -105,6 +105,7 @@ def publish(layout: Layout, state: duckdb.DuckDBPyConnection, run_id: int) -> No
     for leftover in (tmp, Path(f"{tmp}.wal")):
         leftover.unlink(missing_ok=True)
     con = connect(tmp)
+    con.execute("set parquet_metadata_cache = true")   # every view binds over every lake file again
     try:
         con.register("sf", source_files)
         con.register("runs", ingest_runs)
