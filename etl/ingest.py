@@ -6,7 +6,6 @@ folder, so a run killed at any point leaves the warehouse as it was.
 """
 from __future__ import annotations
 
-import itertools
 import os
 import shutil
 import time
@@ -22,17 +21,12 @@ import pyarrow as pa
 from convarch.adapters.base import SourceFile
 from convarch.etl import snapshot as snap
 from convarch.etl.layout import Layout
-from convarch.etl.lines import split_snapshot
-from convarch.etl.index import index_batch
-from convarch.etl.load import BatchWriter, FileContext, Written
+from convarch.etl.extract import Planned, extract, index, reason
 from convarch.etl.chains import materialize
-from convarch.etl.containers import snapshot_whole
+from convarch.etl.load import Written
 from convarch.etl.publish import TABLES, ensure_seeds, publish, read_manifest
-from convarch.etl.redact import Redactor, redact_json_line
 from convarch.etl.state import open_state
 from convarch.etl.workers import Workers, default_workers
-
-FLUSH_BYTES = 16 << 20   # memory stays bounded by this batch size, not by the corpus
 
 Progress = Callable[[int], None]
 
@@ -73,16 +67,6 @@ class Summary:
             "redacted": self.redacted,
             "skipped": [{"path": p, "reason": r} for p, r in self.skipped],
         }
-
-
-@dataclass
-class Planned:
-    file: SourceFile
-    stat: snap.FileStat
-    prev: dict | None
-    action: str          # new | append | rewrite | touched | unchanged
-    start: int
-    file_id: int = 0
 
 
 def _now() -> datetime:
@@ -141,12 +125,11 @@ def _ingest(layout, targets, on_plan, progress, wait_seconds, redact, n_workers)
             on_plan(len(changed), sum(p.stat.size - p.start for p in changed))
         workers = Workers(n_workers or default_workers(), staging / "spill")
         try:
-            written, updates, sessions, batches = _extract(layout, staging, run_id, state, changed, summary, progress,
-                                                           workers)
+            written, updates, sessions, batches = extract(staging, run_id, state, changed, summary, progress, workers)
             summary.extract_seconds = time.monotonic() - t0
             seeds = ensure_seeds(layout)
             t_index = time.monotonic()
-            written += _index(workers, batches, run_id, seeds)
+            written += index(workers, batches, run_id, seeds)
             summary.index_seconds = time.monotonic() - t_index
             _move_into_lake(layout, staging, written)
             chain_written, summary.chain_seconds = materialize(
@@ -233,7 +216,7 @@ def _plan(targets, known, summary: Summary) -> tuple[list[Planned], list[int]]:
                 plans.append(_classify(sf, st, prev))
             except (OSError, snap.NotRegularFile) as exc:
                 summary.files_skipped += 1
-                summary.skipped.append((str(sf.path), _reason(exc)))
+                summary.skipped.append((str(sf.path), reason(exc)))
     gone = [
         row["file_id"]
         for (source, path), row in known.items()
@@ -241,12 +224,6 @@ def _plan(targets, known, summary: Summary) -> tuple[list[Planned], list[int]]:
         and any(source == s and (path == r or path.startswith(r.rstrip(os.sep) + os.sep)) for s, r in roots)
     ]
     return plans, gone
-
-
-def _reason(exc: BaseException) -> str:
-    if isinstance(exc, snap.NotRegularFile):
-        return "not a regular file (symlink, FIFO or device): not read"
-    return f"cannot read: {exc.strerror or exc}" if isinstance(exc, OSError) else str(exc)
 
 
 def _classify(sf: SourceFile, st: snap.FileStat, prev: dict | None) -> Planned:
@@ -262,159 +239,6 @@ def _classify(sf: SourceFile, st: snap.FileStat, prev: dict | None) -> Planned:
         quiet = st.size == prev["size"] and prev["tail_bytes"] == 0 and not prev["gone"]
         return Planned(sf, st, prev, "touched" if quiet else "append", offset)
     return Planned(sf, st, prev, "rewrite", 0)
-
-
-@dataclass
-class Unit:
-    """Files of one source loaded together by one worker, about one batch worth of bytes."""
-
-    source: str
-    plans: list[Planned]
-    nbytes: int = 0
-
-
-@dataclass
-class UnitResult:
-    unit: Unit
-    updates: list[dict]
-    written: list[Written]
-    batches: list[Path]
-    sessions: set[tuple[str, str]]
-    skipped: list[tuple[str, str]]
-    redacted: int
-
-
-def _units(changed: list[Planned]) -> list[Unit]:
-    """Group changed files, in file id order, into units of about FLUSH_BYTES; the biggest
-    units go first so the workers end together."""
-    by_source: dict[str, list[Planned]] = {}
-    for p in changed:
-        by_source.setdefault(p.file.source, []).append(p)
-    units: list[Unit] = []
-    for source, plans in by_source.items():
-        unit = Unit(source, [])
-        for p in sorted(plans, key=lambda p: p.file_id):   # neighbours share Parquet files
-            size = max(p.stat.size - p.start, 0)
-            if unit.plans and unit.nbytes + size > FLUSH_BYTES:
-                units.append(unit)
-                unit = Unit(source, [])
-            unit.plans.append(p)
-            unit.nbytes += size
-        if unit.plans:
-            units.append(unit)
-    return sorted(units, key=lambda u: u.nbytes, reverse=True)
-
-
-def _extract(layout, staging, run_id, state, changed: list[Planned], summary: Summary, progress, workers: Workers):
-    """Snapshot and parse every changed file on the workers; return the Parquet written, the
-    watermark updates, the sessions seen and the staged batch folders (for the index)."""
-    for p in changed:              # ids come from the state database, which stays on this thread
-        p.file_id = (state.execute("select nextval('file_id_seq')").fetchone()[0] if p.action == "new"
-                     else p.prev["file_id"])
-    snapdir = staging / "snap"
-    snapdir.mkdir(mode=0o700)
-    batch_numbers = itertools.count()
-    redacting = summary.redacting
-
-    def load(con, unit: Unit) -> UnitResult:
-        from convarch import adapters
-
-        writer = BatchWriter(run_id, staging / "out", adapters.get(unit.source).EXTRACT, con, batch_numbers)
-        result = UnitResult(unit, [], [], [], set(), [], 0)
-        for p in unit.plans:
-            upd = _read_file(p, writer, snapdir, result, redacting)
-            if upd is not None:
-                result.updates.append(upd)
-        writer.flush()
-        for u in result.updates:
-            u["records_added"] = writer.records_by_file.get(u["file_id"], 0)
-            u["quarantined_added"] = writer.quarantined_by_file.get(u["file_id"], 0)
-        result.written, result.batches, result.sessions = writer.written, writer.batches, writer.sessions
-        return result
-
-    written: list[Written] = []
-    updates: list[dict] = []
-    sessions: set[tuple[str, str]] = set()
-    batches: list[Path] = []
-    for r in workers.map_unordered(load, _units(changed)):
-        written += r.written
-        updates += r.updates
-        sessions |= r.sessions
-        batches += r.batches
-        summary.skipped += r.skipped
-        summary.files_skipped += len(r.skipped)
-        summary.redacted += r.redacted
-        if progress:
-            progress(r.unit.nbytes)
-    return written, updates, sessions, batches
-
-
-def _read_file(p: Planned, writer: BatchWriter, snapdir: Path, result: UnitResult, redacting: bool) -> dict | None:
-    prev = p.prev
-    file_id = p.file_id
-    if p.action == "new":
-        epoch, lines_read = 1, 0
-    else:
-        epoch = prev["epoch"] + (1 if p.action == "rewrite" else 0)
-        lines_read = 0 if p.action == "rewrite" else prev["lines_read"]
-    dest = snapdir / f"{file_id}.jsonl"
-    try:
-        if p.file.container == "jsonl":
-            s = snap.snapshot_lines(p.file.path, p.start, dest)
-        else:
-            s = snapshot_whole(p.file, dest, snapdir / f"{file_id}.copy")
-    except (OSError, snap.NotRegularFile) as exc:
-        result.skipped.append((str(p.file.path), _reason(exc)))
-        return None
-    ctx = FileContext(
-        file_id=file_id,
-        source=p.file.source,
-        epoch=epoch,
-        source_file=str(p.file.path),
-        file_stem=p.file.path.stem,
-        session_hint=p.file.session_hint,
-        parent_session_hint=p.file.parent_session_hint,
-    )
-    transform = None
-    if redacting:
-        redactor = Redactor()
-
-        def transform(line: str) -> str:
-            return redact_json_line(line, redactor)
-
-    for batch in split_snapshot(dest, file_id, s.start, lines_read + 1, keep_offsets=p.file.container == "jsonl",
-                                transform=transform):
-        writer.add(ctx, batch.table, batch.bad, batch.nbytes)
-        lines_read += batch.lines
-        if writer.pending_bytes >= FLUSH_BYTES:
-            writer.flush()
-    dest.unlink()
-    if transform is not None:
-        result.redacted += sum(redactor.counts.values())
-    return {
-        "file_id": file_id,
-        "source": p.file.source,
-        "path": str(p.file.path),
-        "action": p.action,
-        "stat": p.stat,
-        "offset": s.end,
-        "size": s.size,
-        "head_len": s.head_len,
-        "head_hash": s.head_hash,
-        "epoch": epoch,
-        "tail_bytes": s.size - s.end,
-        "lines_read": lines_read,
-        "prev_records": prev["records"] if prev and p.action != "rewrite" else 0,
-        "session_hint": p.file.session_hint,
-        "parent_session_hint": p.file.parent_session_hint,
-    }
-
-
-def _index(workers: Workers, batches: list[Path], run_id: int, seeds: dict[str, Path]) -> list[Written]:
-    written: list[Written] = []
-    for w in workers.map_unordered(lambda con, b: index_batch(con, b, run_id, seeds), batches):
-        written += w
-    return written
 
 
 def _move_into_lake(layout: Layout, staging: Path, written: list[Written]) -> None:

@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 
 from convarch.adapters import claude_code
 from convarch.etl import chains
-from convarch.etl import ingest as ingest_mod
+from convarch.etl import extract as extract_mod
+from convarch.etl import load
 from convarch.etl import lines
 from convarch.etl.ingest import ingest
 from convarch.etl.layout import Layout
@@ -45,7 +46,7 @@ def test_four_workers_load_exactly_what_one_worker_loads(tmp_path, monkeypatch):
     bad = next((root / "projects").rglob("*.jsonl"))
     with open(bad, "ab") as fh:
         fh.write(b'{"type": "user", not json\n\xff\xfe not utf8\n')
-    monkeypatch.setattr(ingest_mod, "FLUSH_BYTES", 64 << 10)   # many small units and batches
+    monkeypatch.setattr(extract_mod, "FLUSH_BYTES", 64 << 10)   # many small units and batches
     results = {}
     for n in (1, 4):
         # four workers also compute the chains in many small groups of files
@@ -63,9 +64,9 @@ def test_a_failing_worker_fails_the_run_and_commits_nothing(tmp_path, monkeypatc
     root = tmp_path / "home" / ".claude"
     corpus(root / "projects", files=6, seed=5)
     db = tmp_path / "wh" / "convarch.duckdb"
-    monkeypatch.setattr(ingest_mod, "FLUSH_BYTES", 16 << 10)
+    monkeypatch.setattr(extract_mod, "FLUSH_BYTES", 16 << 10)
     calls = {"n": 0}
-    real = ingest_mod.BatchWriter.flush
+    real = load.BatchWriter.flush
 
     def flaky(self):
         calls["n"] += 1
@@ -73,10 +74,10 @@ def test_a_failing_worker_fails_the_run_and_commits_nothing(tmp_path, monkeypatc
             raise RuntimeError("disk full (simulated)")
         return real(self)
 
-    monkeypatch.setattr(ingest_mod.BatchWriter, "flush", flaky)
+    monkeypatch.setattr(load.BatchWriter, "flush", flaky)
     with pytest.raises(RuntimeError, match="disk full"):
         ingest(Layout(db), [(claude_code, claude_code.resolve_root(root))], workers=3)
-    monkeypatch.setattr(ingest_mod.BatchWriter, "flush", real)
+    monkeypatch.setattr(load.BatchWriter, "flush", real)
     s = ingest(Layout(db), [(claude_code, claude_code.resolve_root(root))], workers=3)
     assert s.files_changed == 6     # the failed run registered no file
     assert rows(db, "select count(*) from (select file_id, line_no from stg_records group by all having count(*) > 1)") == [(0,)]

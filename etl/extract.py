@@ -1,0 +1,195 @@
+"""Load the files a run changed: snapshot each, cut it into lines and load them through the
+adapter's SQL, on the workers in units of about one batch; then build the search index of the
+staged batches. Nothing here touches the lake or the state database's watermarks; ingest
+commits what this returns.
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from convarch.adapters.base import SourceFile
+from convarch.etl import snapshot as snap
+from convarch.etl.containers import snapshot_whole
+from convarch.etl.index import index_batch
+from convarch.etl.lines import split_snapshot
+from convarch.etl.load import BatchWriter, FileContext, Written
+from convarch.etl.redact import Redactor, redact_json_line
+from convarch.etl.workers import Workers
+
+if TYPE_CHECKING:
+    from convarch.etl.ingest import Summary
+
+FLUSH_BYTES = 16 << 20   # memory stays bounded by this batch size (per worker), not by the corpus
+
+
+@dataclass
+class Planned:
+    file: SourceFile
+    stat: snap.FileStat
+    prev: dict | None
+    action: str          # new | append | rewrite | touched | unchanged
+    start: int
+    file_id: int = 0
+
+
+def reason(exc: BaseException) -> str:
+    if isinstance(exc, snap.NotRegularFile):
+        return "not a regular file (symlink, FIFO or device): not read"
+    return f"cannot read: {exc.strerror or exc}" if isinstance(exc, OSError) else str(exc)
+
+
+
+@dataclass
+class Unit:
+    """Files of one source loaded together by one worker, about one batch worth of bytes."""
+
+    source: str
+    plans: list[Planned]
+    nbytes: int = 0
+
+
+@dataclass
+class UnitResult:
+    unit: Unit
+    updates: list[dict]
+    written: list[Written]
+    batches: list[Path]
+    sessions: set[tuple[str, str]]
+    skipped: list[tuple[str, str]]
+    redacted: int
+
+
+def units(changed: list[Planned]) -> list[Unit]:
+    """Group changed files, in file id order, into units of about FLUSH_BYTES; the biggest
+    units go first so the workers end together."""
+    by_source: dict[str, list[Planned]] = {}
+    for p in changed:
+        by_source.setdefault(p.file.source, []).append(p)
+    units: list[Unit] = []
+    for source, plans in by_source.items():
+        unit = Unit(source, [])
+        for p in sorted(plans, key=lambda p: p.file_id):   # neighbours share Parquet files
+            size = max(p.stat.size - p.start, 0)
+            if unit.plans and unit.nbytes + size > FLUSH_BYTES:
+                units.append(unit)
+                unit = Unit(source, [])
+            unit.plans.append(p)
+            unit.nbytes += size
+        if unit.plans:
+            units.append(unit)
+    return sorted(units, key=lambda u: u.nbytes, reverse=True)
+
+
+def extract(staging, run_id, state, changed: list[Planned], summary: Summary, progress, workers: Workers):
+    """Snapshot and parse every changed file on the workers; return the Parquet written, the
+    watermark updates, the sessions seen and the staged batch folders (for the index)."""
+    for p in changed:              # ids come from the state database, which stays on this thread
+        p.file_id = (state.execute("select nextval('file_id_seq')").fetchone()[0] if p.action == "new"
+                     else p.prev["file_id"])
+    snapdir = staging / "snap"
+    snapdir.mkdir(mode=0o700)
+    batch_numbers = itertools.count()
+    redacting = summary.redacting
+
+    def load(con, unit: Unit) -> UnitResult:
+        from convarch import adapters
+
+        writer = BatchWriter(run_id, staging / "out", adapters.get(unit.source).EXTRACT, con, batch_numbers)
+        result = UnitResult(unit, [], [], [], set(), [], 0)
+        for p in unit.plans:
+            upd = read_file(p, writer, snapdir, result, redacting)
+            if upd is not None:
+                result.updates.append(upd)
+        writer.flush()
+        for u in result.updates:
+            u["records_added"] = writer.records_by_file.get(u["file_id"], 0)
+            u["quarantined_added"] = writer.quarantined_by_file.get(u["file_id"], 0)
+        result.written, result.batches, result.sessions = writer.written, writer.batches, writer.sessions
+        return result
+
+    written: list[Written] = []
+    updates: list[dict] = []
+    sessions: set[tuple[str, str]] = set()
+    batches: list[Path] = []
+    for r in workers.map_unordered(load, units(changed)):
+        written += r.written
+        updates += r.updates
+        sessions |= r.sessions
+        batches += r.batches
+        summary.skipped += r.skipped
+        summary.files_skipped += len(r.skipped)
+        summary.redacted += r.redacted
+        if progress:
+            progress(r.unit.nbytes)
+    return written, updates, sessions, batches
+
+
+def read_file(p: Planned, writer: BatchWriter, snapdir: Path, result: UnitResult, redacting: bool) -> dict | None:
+    prev = p.prev
+    file_id = p.file_id
+    if p.action == "new":
+        epoch, lines_read = 1, 0
+    else:
+        epoch = prev["epoch"] + (1 if p.action == "rewrite" else 0)
+        lines_read = 0 if p.action == "rewrite" else prev["lines_read"]
+    dest = snapdir / f"{file_id}.jsonl"
+    try:
+        if p.file.container == "jsonl":
+            s = snap.snapshot_lines(p.file.path, p.start, dest)
+        else:
+            s = snapshot_whole(p.file, dest, snapdir / f"{file_id}.copy")
+    except (OSError, snap.NotRegularFile) as exc:
+        result.skipped.append((str(p.file.path), reason(exc)))
+        return None
+    ctx = FileContext(
+        file_id=file_id,
+        source=p.file.source,
+        epoch=epoch,
+        source_file=str(p.file.path),
+        file_stem=p.file.path.stem,
+        session_hint=p.file.session_hint,
+        parent_session_hint=p.file.parent_session_hint,
+    )
+    transform = None
+    if redacting:
+        redactor = Redactor()
+
+        def transform(line: str) -> str:
+            return redact_json_line(line, redactor)
+
+    for batch in split_snapshot(dest, file_id, s.start, lines_read + 1, keep_offsets=p.file.container == "jsonl",
+                                transform=transform):
+        writer.add(ctx, batch.table, batch.bad, batch.nbytes)
+        lines_read += batch.lines
+        if writer.pending_bytes >= FLUSH_BYTES:
+            writer.flush()
+    dest.unlink()
+    if transform is not None:
+        result.redacted += sum(redactor.counts.values())
+    return {
+        "file_id": file_id,
+        "source": p.file.source,
+        "path": str(p.file.path),
+        "action": p.action,
+        "stat": p.stat,
+        "offset": s.end,
+        "size": s.size,
+        "head_len": s.head_len,
+        "head_hash": s.head_hash,
+        "epoch": epoch,
+        "tail_bytes": s.size - s.end,
+        "lines_read": lines_read,
+        "prev_records": prev["records"] if prev and p.action != "rewrite" else 0,
+        "session_hint": p.file.session_hint,
+        "parent_session_hint": p.file.parent_session_hint,
+    }
+
+
+def index(workers: Workers, batches: list[Path], run_id: int, seeds: dict[str, Path]) -> list[Written]:
+    written: list[Written] = []
+    for w in workers.map_unordered(lambda con, b: index_batch(con, b, run_id, seeds), batches):
+        written += w
+    return written
