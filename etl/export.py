@@ -20,16 +20,11 @@ place, and the manifest is replaced last. Only files the manifest names are ever
 """
 from __future__ import annotations
 
-import errno
-import fcntl
 import hashlib
 import json
 import os
-import re
 import shutil
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -37,17 +32,16 @@ from pathlib import Path
 import duckdb
 
 from convarch import __version__
-from convarch.etl.errors import Busy, ConvarchError, UsageError
+from convarch.etl.errors import ConvarchError, UsageError
 from convarch.etl.warehouse import connect
 from convarch.sql import docs
+from convarch.etl.export_files import (  # noqa: F401  (LOCK, partition_value: part of this module's interface)
+    FORMAT, LOCK, MANIFEST, MONTH, NULL_PARTITION, README, TMP_PREFIX, file_name, fsync_dir, inside, locked, make_dirs,
+    make_durable, partition_key, partition_value, prepare_dir, write_if_changed,
+)
+from convarch.etl.export_files import remove_stale as _remove_stale
 
-FORMAT = 1
-MANIFEST = "_convarch_export.json"
-README = "README.md"
-LOCK = ".convarch-export.lock"
-TMP_PREFIX = ".convarch-export-tmp-"
-NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
-MONTH = "__export_month"
+
 
 
 @dataclass(frozen=True)
@@ -97,54 +91,6 @@ class ExportResult:
         }
 
 
-# --- names from data ---------------------------------------------------------------------
-
-_SAFE = re.compile(r"[A-Za-z0-9_-]")
-#: The only files an export ever removes: partition files of the shape it writes.
-_OWN_FILE = re.compile(r"[a-z_]+/source=[A-Za-z0-9_%~-]+/month=[A-Za-z0-9_%~-]+/[A-Za-z0-9_-]+\.parquet")
-
-
-def partition_value(value: str | None) -> str:
-    """A partition value as a folder-name segment: every character outside [A-Za-z0-9_-] is
-    percent-encoded as UTF-8 (Hive's escaping, which DuckDB, Spark, Trino and pyarrow undo), so
-    a value can never hold a `/`, be `.` or `..`, or otherwise leave its folder. Null and the
-    empty string become Hive's null partition; a very long value is cut and given a hash."""
-    if value is None or value == "":
-        return NULL_PARTITION
-    pieces = [ch if _SAFE.fullmatch(ch) else "".join(f"%{b:02X}" for b in ch.encode("utf-8")) for ch in value]
-    out = "".join(pieces)
-    if out == NULL_PARTITION:
-        out = "%5F" + out[1:]
-    if len(out) > 180:  # folder names stay well under the usual 255-byte limit
-        kept, size = [], 0
-        for piece in pieces:
-            if size + len(piece) > 160:
-                break
-            kept.append(piece)
-            size += len(piece)
-        out = "".join(kept) + "~" + hashlib.sha256(value.encode("utf-8")).hexdigest()[:16]
-    return out
-
-
-def file_name(table: str, source: str | None, month: str | None) -> str:
-    """The Parquet file of one partition: readable, and made only of [A-Za-z0-9_-]."""
-    def part(v: str | None) -> str:
-        if v is None or v == "":
-            return "null"
-        safe = re.sub(r"[^A-Za-z0-9_-]", "_", v)[:60]
-        return safe if safe == v else f"{safe}_{hashlib.sha256(v.encode('utf-8')).hexdigest()[:8]}"
-    return f"{table}-{part(source)}-{part(month)}.parquet"
-
-
-def partition_key(source: str | None, month: str | None) -> str:
-    return f"source={partition_value(source)}/month={partition_value(month)}"
-
-
-def _inside(root: Path, path: Path) -> bool:
-    root_real = os.path.realpath(root)
-    return os.path.commonpath([root_real, os.path.realpath(path)]) == root_real
-
-
 # --- the export --------------------------------------------------------------------------
 
 
@@ -164,8 +110,8 @@ def parse_since(value: str | None) -> datetime | None:
 def export(db: str | os.PathLike | None, dest: str | os.PathLike, *, since: str | None = None) -> ExportResult:
     """Export the warehouse at `db` (default: $CONVARCH_DB or the standard place) into `dest`."""
     since_at = parse_since(since)
-    root = _prepare_dir(Path(dest).expanduser().absolute())
-    with _locked(root):
+    root = prepare_dir(Path(dest).expanduser().absolute())
+    with locked(root):
         old = _read_manifest(root)
         for leftover in root.glob(f"{TMP_PREFIX}*"):
             shutil.rmtree(leftover, ignore_errors=True)
@@ -173,7 +119,7 @@ def export(db: str | os.PathLike | None, dest: str | os.PathLike, *, since: str 
         os.chmod(tmp, 0o700)
         try:
             if not (root / MANIFEST).exists():   # claim the folder first, so a crashed first run can resume
-                _write_if_changed(root / MANIFEST, (json.dumps({"format": FORMAT, "tables": {}}) + "\n").encode(), tmp)
+                write_if_changed(root / MANIFEST, (json.dumps({"format": FORMAT, "tables": {}}) + "\n").encode(), tmp)
             con = connect(db)
             try:
                 con.execute("set TimeZone = 'UTC'")
@@ -185,39 +131,12 @@ def export(db: str | os.PathLike | None, dest: str | os.PathLike, *, since: str 
             removed = _remove_stale(root, old, manifest)
             for table, paths in removed.items():
                 result.tables[table].removed.extend(paths)
-            _write_if_changed(root / README, render_readme(views, types, manifest).encode("utf-8"), tmp)
-            _write_if_changed(root / MANIFEST, (json.dumps(manifest, indent=1, sort_keys=True) + "\n").encode(), tmp)
+            write_if_changed(root / README, render_readme(views, types, manifest).encode("utf-8"), tmp)
+            write_if_changed(root / MANIFEST, (json.dumps(manifest, indent=1, sort_keys=True) + "\n").encode(), tmp)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
     result.since = manifest["since"]
     return result
-
-
-def _prepare_dir(root: Path) -> Path:
-    if root.exists() and not root.is_dir():
-        raise UsageError(f"{root} exists and is not a folder")
-    if root.exists():
-        if not (root / MANIFEST).exists() and any(p.name != LOCK for p in root.iterdir()):
-            raise UsageError(f"{root} is not empty and holds no convarch export; give a new or empty folder")
-    else:
-        root.mkdir(parents=True, mode=0o700)
-    os.chmod(root, 0o700)
-    return root
-
-
-@contextmanager
-def _locked(root: Path) -> Iterator[None]:
-    fd = os.open(root / LOCK, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            if exc.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
-                raise Busy(f"another convarch export is writing {root}; try again when it ends") from exc
-            raise
-        yield
-    finally:
-        os.close(fd)
 
 
 def _read_manifest(root: Path) -> dict:
@@ -289,7 +208,7 @@ def _export_tables(con, root: Path, tmp: Path, old: dict, since_at: datetime | N
             key = partition_key(source, month)
             rel = f"{spec.name}/{key}/{file_name(spec.name, source, month)}"
             final = root / rel
-            if key in parts or not _inside(root, final):
+            if key in parts or not inside(root, final):
                 raise ConvarchError(f"partition {key!r} of {spec.name} collides or would leave {root}")
             fingerprint = hashlib.sha256(f"{signature}|{rows}|{hash_sum}|{hash_xor}".encode()).hexdigest()[:32]
             prev = old_parts.get(key)
@@ -306,18 +225,18 @@ def _export_tables(con, root: Path, tmp: Path, old: dict, since_at: datetime | N
                 f"to {_quote_literal(str(staged_file))} (format parquet, compression zstd)",
                 {"source": source, "month": month},
             )
-            _make_durable(staged_file)
-            _make_dirs(root, final.parent)
-            if not _inside(root, final.parent):
+            make_durable(staged_file)
+            make_dirs(root, final.parent)
+            if not inside(root, final.parent):
                 raise ConvarchError(f"partition folder {final.parent} is outside {root}")
             os.replace(staged_file, final)
-            _fsync_dir(final.parent)
+            fsync_dir(final.parent)
             parts[key] = {"file": rel, "rows": rows, "bytes": final.stat().st_size, "fingerprint": fingerprint,
                           "source": source, "month": month}
             res.written.append(rel)
         con.execute(f"drop table {staged}")
         manifest["tables"][spec.name] = {"columns": [[c, t] for c, t in out_cols], "partitions": parts}
-    _fsync_dir(root)
+    fsync_dir(root)
     return result, manifest, types
 
 
@@ -327,82 +246,6 @@ def _intact(path: Path, entry: dict) -> bool:
     except FileNotFoundError:
         return False
     return path.is_file() and not path.is_symlink() and st.st_size == entry.get("bytes")
-
-
-def _make_dirs(root: Path, folder: Path) -> None:
-    """Create folder and its parents below root, each 0700; refuse a symlink on the way."""
-    rel = folder.relative_to(root)
-    here = root
-    for part in rel.parts:
-        if part in ("", ".", ".."):
-            raise ConvarchError(f"refusing path segment {part!r} under {root}")
-        here = here / part
-        if here.is_symlink():
-            raise ConvarchError(f"{here} is a symlink; refusing to write through it")
-        if not here.exists():
-            here.mkdir(mode=0o700)
-            os.chmod(here, 0o700)
-
-
-def _make_durable(path: Path) -> None:
-    os.chmod(path, 0o600)
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _remove_stale(root: Path, old: dict, new: dict) -> dict[str, list[str]]:
-    """Remove the files of partitions the new export no longer has (or names differently),
-    then the folders that leaves empty. Only files the old manifest names are touched."""
-    keep = {p["file"] for t in new["tables"].values() for p in t["partitions"].values()}
-    removed: dict[str, list[str]] = {}
-    for table, entry in old.get("tables", {}).items():
-        for part in entry.get("partitions", {}).values():
-            rel = part.get("file")
-            if not isinstance(rel, str) or rel in keep:
-                continue
-            path = root / rel
-            if not _OWN_FILE.fullmatch(rel) or ".." in Path(rel).parts or not _inside(root, path.parent):
-                continue
-            if path.is_file() and not path.is_symlink():
-                path.unlink()
-            removed.setdefault(table, []).append(rel)
-            folder = path.parent
-            while folder != root and _inside(root, folder):
-                try:
-                    folder.rmdir()
-                except OSError:
-                    break
-                folder = folder.parent
-    return removed
-
-
-def _write_if_changed(path: Path, body: bytes, tmp: Path) -> bool:
-    try:
-        if path.read_bytes() == body:
-            return False
-    except FileNotFoundError:
-        pass
-    staged = tmp / f"{path.name}.new"
-    fd = os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        os.write(fd, body)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.chmod(staged, 0o600)
-    os.replace(staged, path)
-    return True
 
 
 def _quote_ident(name: str) -> str:
