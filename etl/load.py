@@ -19,7 +19,6 @@ import pyarrow.parquet as pq
 
 from convarch import sql
 from convarch.adapters.base import MALFORMED_ROW, Extract
-from convarch.etl.duck import connect
 from convarch.etl.lines import BadLine
 
 QUARANTINE_SCHEMA = pa.schema(
