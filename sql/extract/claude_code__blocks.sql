@@ -1,7 +1,8 @@
 -- grain: one row per content block of a Claude Code message record
--- input: records_batch (the output of claude_code__records, with its `content` column)
+-- input: records_batch (the output of claude_code__records or factory_droid__records, whose
+--        `content` column is the message's parsed list of content blocks)
 with parsed as (
-    -- content is minified JSON, so its first character tells an array; each is parsed once
+    -- `content` is the message's block list, already parsed by the records query
     select
         source,
         session_id,
@@ -10,14 +11,9 @@ with parsed as (
         line_no,
         message_id,
         month,
-        json_transform(content, '[{
-            "type": "VARCHAR", "text": "VARCHAR", "thinking": "VARCHAR",
-            "id": "VARCHAR", "name": "VARCHAR", "input": "JSON",
-            "tool_use_id": "VARCHAR", "content": "JSON", "is_error": "BOOLEAN",
-            "source": {"media_type": "VARCHAR", "data": "VARCHAR"}
-        }]') as bl
+        content as bl
     from records_batch
-    where starts_with(content, '[')
+    where content is not null
 ),
 
 exploded as (

@@ -16,7 +16,13 @@ with parsed as (
             "cwd": "VARCHAR", "gitBranch": "VARCHAR", "version": "VARCHAR",
             "content": "JSON", "summary": "VARCHAR",
             "message": {
-                "id": "VARCHAR", "role": "VARCHAR", "model": "VARCHAR", "content": "JSON",
+                "id": "VARCHAR", "role": "VARCHAR", "model": "VARCHAR",
+                "content": [{
+                    "type": "VARCHAR", "text": "VARCHAR", "thinking": "VARCHAR",
+                    "id": "VARCHAR", "name": "VARCHAR", "input": "JSON",
+                    "tool_use_id": "VARCHAR", "content": "JSON", "is_error": "BOOLEAN",
+                    "source": {"media_type": "VARCHAR", "data": "VARCHAR"}
+                }],
                 "usage": {
                     "input_tokens": "BIGINT", "output_tokens": "BIGINT",
                     "cache_creation_input_tokens": "BIGINT", "cache_read_input_tokens": "BIGINT"
@@ -27,12 +33,15 @@ with parsed as (
 ),
 
 blocks_of as (
+    -- The line is parsed once, content blocks included (claude_code__blocks unnests them).
+    -- Content that is not a list of blocks comes out null there; a plain string prompt or
+    -- reply is then read on its own, which is only those (short) lines.
     select
         *,
-        j.message.content as content,
-        case when starts_with(j.message.content, '[')   -- minified JSON: the first character tells
-            then json_transform(j.message.content, '[{"type": "VARCHAR", "text": "VARCHAR"}]')
-        end as bl
+        j.message.content as bl,
+        case when j.message.content is null and j.type in ('user', 'assistant')
+            then json_extract(line, '$.message.content')
+        end as content_json
     from parsed
 ),
 
@@ -74,7 +83,7 @@ typed as (
         j.gitBranch as git_branch,
         j.version,
         case
-            when starts_with(b.content, '"') then b.content ->> '$'
+            when starts_with(b.content_json, '"') then b.content_json ->> '$'
             when b.bl is not null then nullif(array_to_string(
                 list_filter(
                     list_transform(b.bl, lambda x: case when x.type = 'text' then x.text end),
@@ -88,7 +97,7 @@ typed as (
         j.message.usage.output_tokens as output_tokens,
         j.message.usage.cache_creation_input_tokens as cache_creation_tokens,
         j.message.usage.cache_read_input_tokens as cache_read_tokens,
-        b.content as content,
+        b.bl as content,        -- the parsed blocks, for claude_code__blocks; not stored
         b.line as raw
     from blocks_of as b
     join batch_files as f on f.file_id = b.file_id

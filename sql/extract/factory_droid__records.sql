@@ -75,8 +75,14 @@ contents as (
 blocks_of as (
     select
         *,
+        -- parsed once into the block list claude_code__blocks reads
         case when json_type(content) = 'ARRAY'
-            then json_transform(content, '[{"type": "VARCHAR", "text": "VARCHAR"}]')
+            then json_transform(content, '[{
+                "type": "VARCHAR", "text": "VARCHAR", "thinking": "VARCHAR",
+                "id": "VARCHAR", "name": "VARCHAR", "input": "JSON",
+                "tool_use_id": "VARCHAR", "content": "JSON", "is_error": "BOOLEAN",
+                "source": {"media_type": "VARCHAR", "data": "VARCHAR"}
+            }]')
         end as bl
     from contents
 ),
@@ -179,7 +185,7 @@ final as (
         coalesce(c.j.tokenUsage.cacheCreationTokens, c.j.usage.cache_creation_input_tokens)
             as cache_creation_tokens,
         coalesce(c.j.tokenUsage.cacheReadTokens, c.j.usage.cache_read_input_tokens) as cache_read_tokens,
-        case when c.role is not null then c.content end as content,
+        case when c.role is not null then c.bl end as content,   -- parsed blocks; not stored
         c.line as raw,
         c.kind,
         case when c.kind = 'prompt' then c.harness_kind end as harness_kind
