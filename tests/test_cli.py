@@ -91,3 +91,29 @@ def test_exit_codes(tmp_path):
     assert r.exit_code == 1 and "no warehouse" in r.output
     r = CliRunner().invoke(cli, ["--db", db, "ingest", "claude", "--root", str(tmp_path / "missing")])
     assert r.exit_code == 2 and "does not exist" in r.output
+
+
+def test_each_command_loads_only_its_own_module(tmp_path):
+    """Reading commands must not pay for the load machinery (Arrow, ingest) at start."""
+    import subprocess
+    import sys
+
+    from convarch.cli import COMMANDS
+
+    probe = (
+        "import sys\n"
+        "from convarch.cli import cli\n"
+        "try:\n"
+        "    cli(['search', '--help'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print(sorted(m for m in ('pyarrow', 'convarch.etl.ingest', 'convarch.cli.ingest') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
+                         env={**os.environ, "HOME": str(tmp_path)})
+    assert out.stdout.strip().splitlines()[-1] == "[]"
+    # every listed command resolves to a command of that name, and help lists them all
+    for name in COMMANDS:
+        assert cli.get_command(None, name).name == name
+    listed = invoke("--help").output
+    assert all(f"  {name} " in listed for name in COMMANDS)
