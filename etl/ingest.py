@@ -23,6 +23,7 @@ from convarch.etl import snapshot as snap
 from convarch.etl.layout import Layout
 from convarch.etl.extract import Planned, extract, index, reason
 from convarch.etl.chains import materialize
+from convarch.etl.compact import Compaction, compact
 from convarch.etl.load import Written
 from convarch.etl.publish import TABLES, ensure_seeds, publish, read_manifest
 from convarch.etl.state import open_state
@@ -45,6 +46,8 @@ class Summary:
     extract_seconds: float = 0.0
     index_seconds: float = 0.0
     chain_seconds: float = 0.0
+    compact_seconds: float = 0.0
+    files_merged: int = 0
     redacting: bool = False
     redacted: int = 0
     skipped: list[tuple[str, str]] = field(default_factory=list)
@@ -63,6 +66,8 @@ class Summary:
             "extract_seconds": round(self.extract_seconds, 3),
             "index_seconds": round(self.index_seconds, 3),
             "chain_seconds": round(self.chain_seconds, 3),
+            "compact_seconds": round(self.compact_seconds, 3),
+            "files_merged": self.files_merged,
             "redacting": self.redacting,
             "redacted": self.redacted,
             "skipped": [{"path": p, "reason": r} for p, r in self.skipped],
@@ -136,14 +141,24 @@ def _ingest(layout, targets, on_plan, progress, wait_seconds, redact, n_workers)
                 layout, state, run_id, [(u["file_id"], u["epoch"], u["source"]) for u in updates], written, staging,
                 seeds, workers, records={u["file_id"]: u["prev_records"] + u["records_added"] for u in updates},
                 nbytes={u["file_id"]: u["size"] for u in updates})
+            touched = [p for p in plans if p.action == "touched"]
+            _move_into_lake(layout, staging, chain_written)
+            written += chain_written
+            merged = Compaction()
+            if written:      # only a run that writes files can leave a partition with too many
+                t_compact = time.monotonic()
+                merged = compact(layout, state, run_id, staging, workers, written)
+                summary.compact_seconds = time.monotonic() - t_compact
+                summary.files_merged = len(merged.retired) + len(merged.dropped)
+                dropped = {w.path for w in merged.dropped}
+                written = [w for w in written if w.path not in dropped] + merged.written
+            summary.sessions = len(sessions)
+            summary.files_changed = len(changed)
+            _commit(state, run_id, written, updates, touched, gone, summary, t0, merged.retired)
         finally:
             workers.close()
-        touched = [p for p in plans if p.action == "touched"]
-        _move_into_lake(layout, staging, chain_written)
-        written += chain_written
-        summary.sessions = len(sessions)
-        summary.files_changed = len(changed)
-        _commit(state, run_id, written, updates, touched, gone, summary, t0)
+        for w in merged.dropped:      # this run's own small files: never registered, never listed
+            (layout.lake / w.path).unlink(missing_ok=True)
         data_changed = bool(written or gone or updates or any(t.prev.get("moved_from") for t in touched))
         manifest = read_manifest(layout)
         last_data_run = state.execute(
@@ -249,7 +264,8 @@ def _move_into_lake(layout: Layout, staging: Path, written: list[Written]) -> No
         os.replace(src, dst)
 
 
-def _commit(state, run_id, written, updates, touched, gone, summary: Summary, t0: float) -> None:
+def _commit(state, run_id, written, updates, touched, gone, summary: Summary, t0: float,
+            retired: list[str] = ()) -> None:
     state.execute("begin")
     try:
         if written:     # one insert of many rows: per-row statements cost seconds on big runs
@@ -264,6 +280,11 @@ def _commit(state, run_id, written, updates, touched, gone, summary: Summary, t0
             state.execute("insert into data_files (path, table_name, source, month, run_id, row_count, bytes) "
                           "select * from written_rows")
             state.unregister("written_rows")
+        if retired:     # files merged by compaction: kept on disk for readers of older catalogs
+            state.register("retired_paths", pa.table({"path": pa.array(list(retired), pa.string())}))
+            state.execute("update data_files set retired_run_id = ? where path in (select path from retired_paths)",
+                          [run_id])
+            state.unregister("retired_paths")
         new_files = []
         for u in updates:
             st: snap.FileStat = u["stat"]

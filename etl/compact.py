@@ -1,0 +1,153 @@
+"""Merge a partition's many small Parquet files into a few big ones.
+
+Every run that changes data writes at least one file per table, source and month it touches,
+and the first run of a big store one per batch; a warehouse kept current by `watch` or a timer
+gathers thousands of them. Every query then opens every footer (about 0.4 ms each here), so a
+search over years of history would spend seconds on that alone.
+
+When a partition holds SMALL_FILES or more files under SMALL_BYTES, a worker rewrites them as
+files of up to MERGED_BYTES (cheapest partitions first, at most RUN_BUDGET_BYTES a run, since a
+rewrite costs about what the first write did), rows in the order they were written (file id order), with narrow
+row groups so a reader that wants a few files' rows still skips the rest. The merged files are
+registered, and the small ones retired, in the run's own state transaction. Files the run itself
+wrote are deleted at once (no catalog ever listed them); an older file only by a later run once
+RETIRED_GRACE has passed, since a notebook may still hold a catalog that lists it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+
+from convarch.etl.layout import Layout
+from convarch.etl.load import Written, written_files
+from convarch.etl.publish import read_manifest
+from convarch.etl.workers import Workers
+
+SMALL_BYTES = 32 << 20
+SMALL_FILES = 8
+MERGED_BYTES = 256 << 20
+ROW_GROUP_BYTES = 16 << 20
+RUN_BUDGET_BYTES = 64 << 20      # Parquet one run may rewrite (about 3 s here)
+RETIRED_GRACE = timedelta(hours=24)
+
+
+@dataclass
+class Partition:
+    table: str
+    source: str
+    month: str
+    paths: list[str]       # relative to the lake, in the order they were written
+
+
+@dataclass
+class Compaction:
+    written: list[Written] = field(default_factory=list)    # the merged files
+    retired: list[str] = field(default_factory=list)         # registered files they replace
+    dropped: list[Written] = field(default_factory=list)     # this run's own files they replace
+
+
+def plan(state: duckdb.DuckDBPyConnection, fresh: list[Written]) -> list[Partition]:
+    """Partitions with too many small files, counting the files this run is about to register."""
+    state.register("fresh_files", pa.table({
+        "path": [w.path for w in fresh], "table_name": [w.table_name for w in fresh],
+        "source": [w.source for w in fresh], "month": [w.month for w in fresh],
+        "bytes": pa.array([w.bytes for w in fresh], pa.int64()),
+    }, schema=pa.schema([("path", pa.string()), ("table_name", pa.string()), ("source", pa.string()),
+                         ("month", pa.string()), ("bytes", pa.int64())])))
+    try:
+        rows = state.execute(
+            "with files as ("
+            "  select path, table_name, source, month, bytes, run_id from data_files where retired_run_id is null"
+            "  union all select *, null from fresh_files"
+            ") select table_name, source, month, list(path order by run_id nulls last, path), sum(bytes) from files "
+            "where bytes < ? group by all having count(*) >= ? order by sum(bytes), table_name, source, month",
+            [SMALL_BYTES, SMALL_FILES],
+        ).fetchall()
+    finally:
+        state.unregister("fresh_files")
+    # the cheapest partitions first, as many as the run's budget allows; the rest wait for a
+    # later run, so no run pays for rewriting a whole big first load at once
+    chosen, budget = [], RUN_BUDGET_BYTES
+    for t, s, m, paths, nbytes in rows:
+        if nbytes <= budget:
+            chosen.append(Partition(t, s, m, paths))
+            budget -= nbytes
+    return chosen
+
+
+def compact(layout: Layout, state: duckdb.DuckDBPyConnection, run_id: int, staging: Path,
+            workers: Workers, fresh: list[Written]) -> Compaction:
+    """Merge every partition that has gathered too many small files, `fresh` (this run's
+    files, already in the lake but not registered) included. The caller registers the result
+    in the run's own transaction, so a failure here leaves the archive as it was."""
+    purge_retired(layout, state)
+    result = Compaction()
+    parts = plan(state, fresh)
+    if not parts:
+        return result
+    base = staging / "compact"
+    for got in workers.map_unordered(lambda con, job: _merge(con, layout, run_id, base, *job), list(enumerate(parts))):
+        result.written += got
+    for w in result.written:
+        dst = layout.lake / w.path
+        dst.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        w.staged.replace(dst)
+    by_path = {w.path: w for w in fresh}
+    for part in parts:
+        for path in part.paths:
+            if path in by_path:
+                result.dropped.append(by_path[path])
+            else:
+                result.retired.append(path)
+    return result
+
+
+def _merge(con: duckdb.DuckDBPyConnection, layout: Layout, run_id: int, base: Path, k: int,
+           part: Partition) -> list[Written]:
+    out = base / f"c{k:05d}"
+    target = out / part.table
+    target.mkdir(parents=True, mode=0o700)
+    listed = ", ".join(_quote(str(layout.lake / p)) for p in part.paths)
+    before = con.execute(f"select count(*) from read_parquet([{listed}])").fetchone()[0]
+    con.execute(
+        f"copy (select * from read_parquet([{listed}], hive_partitioning = true, union_by_name = true)) "
+        f"to {_quote(str(target))} (format parquet, compression zstd, partition_by (source, month), "
+        f"filename_pattern 'r{run_id:06d}_c{k:05d}_{{i}}', file_size_bytes {MERGED_BYTES}, "
+        f"row_group_size_bytes {ROW_GROUP_BYTES})"
+    )
+    got = [Written(str(rel), part.table, parts["source"], parts["month"], n, p.stat().st_size, p)
+           for p, rel, parts, n in written_files(target, out)]
+    if sum(w.row_count for w in got) != before:        # never retire a row that was not rewritten
+        raise RuntimeError(f"compacting {part.table}/{part.source}/{part.month}: "
+                           f"{before} rows read, {sum(w.row_count for w in got)} written")
+    return got
+
+
+def purge_retired(layout: Layout, state: duckdb.DuckDBPyConnection) -> int:
+    """Delete the files retired by runs that finished more than RETIRED_GRACE ago, unless the
+    published catalog still lists them (a run that died before publishing)."""
+    cutoff = datetime.now(UTC).replace(tzinfo=None) - RETIRED_GRACE
+    manifest = read_manifest(layout) or {}
+    listed = {str(Path(f)) for files in manifest.get("files", {}).values() for f in files}
+    rows = [
+        (path,) for (path,) in state.execute(
+            "select d.path from data_files as d join ingest_runs as r on r.run_id = d.retired_run_id "
+            "where r.finished_at <= ?", [cutoff],
+        ).fetchall()
+        if str(layout.lake / path) not in listed
+    ]
+    for (path,) in rows:
+        (layout.lake / path).unlink(missing_ok=True)
+    if rows:
+        state.register("purged_paths", pa.table({"path": [p for (p,) in rows]}))
+        state.execute("delete from data_files where path in (select path from purged_paths)")
+        state.unregister("purged_paths")
+    return len(rows)
+
+
+def _quote(s: str) -> str:
+    return "'" + s.replace("'", "''") + "'"

@@ -1,0 +1,127 @@
+"""Compaction merges small Parquet files without changing a single row a reader sees, keeps
+retired files for readers of older catalogs, and leaves the archive as it was when it fails."""
+from __future__ import annotations
+
+import os
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from convarch.adapters import claude_code
+from convarch.etl import compact
+from convarch.etl import extract as extract_mod
+from convarch.etl.ingest import ingest
+from convarch.etl.layout import Layout
+from convarch.etl.publish import read_manifest
+from helpers import scalar
+from test_parallel_load import snapshot_of
+from test_reliability import corpus
+
+
+def lake_files(db: Path) -> set[str]:
+    lake = Layout(db).lake
+    return {str(p) for p in lake.rglob("*.parquet") if not p.name.startswith("seed-")}
+
+
+def listed(db: Path) -> set[str]:
+    files = read_manifest(Layout(db))["files"]
+    return {f for paths in files.values() for f in paths if not Path(f).name.startswith("seed-")}
+
+
+def run(db: Path, root: Path, workers: int = 2):
+    return ingest(Layout(db), [(claude_code, claude_code.resolve_root(root))], workers=workers)
+
+
+def append_turn(root: Path, k: int) -> None:
+    for i, path in enumerate(sorted(root.rglob("*.jsonl"))[:6]):
+        with open(path, "a") as fh:
+            fh.write(f'{{"type": "system", "subtype": "note", "uuid": "extra-{k}-{i}", "content": "more {k}"}}\n')
+
+
+@pytest.fixture
+def small_batches(monkeypatch):
+    monkeypatch.setattr(extract_mod, "FLUSH_BYTES", 32 << 10)   # one small Parquet file per few lines
+
+
+def test_merged_lake_reads_exactly_like_the_unmerged_one(tmp_path, monkeypatch, small_batches):
+    root = tmp_path / "home" / ".claude"
+    corpus(root / "projects", files=20, seed=9)
+    monkeypatch.setattr(compact, "SMALL_FILES", 10**9)            # never merge
+    plain = tmp_path / "plain" / "w.duckdb"
+    assert run(plain, root).files_merged == 0
+    monkeypatch.setattr(compact, "SMALL_FILES", 3)
+    merged = tmp_path / "merged" / "w.duckdb"
+    s = run(merged, root)
+    assert s.files_merged > 0
+    assert len(lake_files(merged)) < len(lake_files(plain)) / 2
+    assert snapshot_of(merged) == snapshot_of(plain)
+    # the run's own small files were never registered: deleted at once, nothing left unlisted
+    assert lake_files(merged) == listed(merged)
+
+
+def test_retired_files_wait_out_the_grace_then_go(tmp_path, monkeypatch, small_batches):
+    root = tmp_path / "home" / ".claude"
+    corpus(root / "projects", files=12, seed=5)
+    monkeypatch.setattr(compact, "SMALL_FILES", 3)
+    db = tmp_path / "w" / "w.duckdb"
+    run(db, root)
+    for k in range(1, 6):          # each append run adds a small file per partition it touches
+        before = listed(db)
+        append_turn(root, k)
+        if run(db, root).files_merged:
+            break
+    else:
+        pytest.fail("five append runs never merged their small files")
+    retired = before - listed(db)
+    assert retired, "the second run merged none of the first run's files"
+    assert retired <= lake_files(db), "a retired file went before its grace ended"
+    want = scalar(db, "select count(*) from stg_records")
+    assert want == scalar(db, "select count(*) from (select distinct file_id, line_no from stg_records)")
+    monkeypatch.setattr(compact, "RETIRED_GRACE", timedelta(0))
+    append_turn(root, 99)
+    run(db, root)
+    assert not (retired & lake_files(db))
+    assert lake_files(db) >= listed(db)
+    assert scalar(db, "select count(*) from stg_records") == want + 6
+
+
+def test_a_failed_merge_commits_nothing_and_the_next_run_loads_once(tmp_path, monkeypatch, small_batches):
+    root = tmp_path / "home" / ".claude"
+    corpus(root / "projects", files=12, seed=6)
+    lines = sum(1 for p in root.rglob("*.jsonl") for line in open(p) if line.strip())
+    monkeypatch.setattr(compact, "SMALL_FILES", 3)
+    real = compact._merge
+
+    def broken(*args, **kw):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(compact, "_merge", broken)
+    db = tmp_path / "w" / "w.duckdb"
+    with pytest.raises(OSError):
+        run(db, root)
+    assert not os.path.exists(db) or scalar(db, "select count(*) from stg_records") == 0
+    monkeypatch.setattr(compact, "_merge", real)
+    s = run(db, root)
+    assert s.records_added == lines and s.files_merged > 0
+    assert scalar(db, "select count(*) from stg_records") == lines
+    assert lake_files(db) == listed(db)
+
+
+def test_a_run_rewrites_no_more_than_its_budget_and_later_runs_go_on(tmp_path, monkeypatch, small_batches):
+    root = tmp_path / "home" / ".claude"
+    corpus(root / "projects", files=16, seed=8)
+    monkeypatch.setattr(compact, "SMALL_FILES", 3)
+    plain_db = tmp_path / "plain" / "w.duckdb"
+    monkeypatch.setattr(compact, "RUN_BUDGET_BYTES", 0)
+    assert run(plain_db, root).files_merged == 0
+    monkeypatch.setattr(compact, "RUN_BUDGET_BYTES", 64 << 10)     # a few small partitions a run
+    db = tmp_path / "w" / "w.duckdb"
+    merged_per_run = [run(db, root).files_merged]
+    for k in range(8):
+        append_turn(root, k)
+        merged_per_run.append(run(db, root).files_merged)
+    assert merged_per_run[0] > 0 and sum(merged_per_run[1:]) > 0
+    assert max(merged_per_run) < len(lake_files(plain_db))    # no run merged everything at once
+    got = scalar(db, "select count(*) from stg_records")
+    assert got == scalar(plain_db, "select count(*) from stg_records") + 8 * 6
