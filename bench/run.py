@@ -36,7 +36,7 @@ t = time.perf_counter()
 s = ingest(Layout(Path(sys.argv[1])), [(claude_code, claude_code.resolve_root(Path(sys.argv[2])))])
 print(json.dumps({"seconds": time.perf_counter() - t, "index_seconds": s.index_seconds,
                   "extract_seconds": s.extract_seconds,
-                  "chain_seconds": s.chain_seconds,
+                  "chain_seconds": s.chain_seconds, "compact_seconds": s.compact_seconds,
                   "records": s.records_added, "files": s.files_changed,
                   "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
@@ -83,6 +83,12 @@ def run_ingest(db: Path, root: Path) -> dict:
     if out.returncode:
         sys.exit(f"ingest failed:\n{out.stderr}")
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def convarch_listed(db: Path) -> list[str]:
+    """The Parquet files the published catalog reads (retired ones still on disk excluded)."""
+    manifest = json.loads((db.parent / f"{db.stem}.d" / "manifest.json").read_text())
+    return [f for files in manifest["files"].values() for f in files]
 
 
 def tree_bytes(root: Path) -> tuple[int, list[str]]:
@@ -144,12 +150,13 @@ def main() -> None:
     append = run_ingest(db, work / "corpus" / "claude")
     append["wall"] = time.perf_counter() - t
 
-    # the search index and the chains are derived data, reported apart
-    ingest_s = full["seconds"] - full["index_seconds"] - full["chain_seconds"]
+    # the search index and the chains are derived data, and merging small files is upkeep:
+    # each is reported apart
+    ingest_s = full["seconds"] - full["index_seconds"] - full["chain_seconds"] - full["compact_seconds"]
     ingest_mbps = mb / ingest_s
     results["ingest"] = {
         "full_seconds": round(full["seconds"], 2), "index_seconds": round(full["index_seconds"], 2),
-        "chain_seconds": round(full["chain_seconds"], 2),
+        "chain_seconds": round(full["chain_seconds"], 2), "compact_seconds": round(full["compact_seconds"], 2),
         "seconds_without_index": round(ingest_s, 2), "mb_per_s": round(ingest_mbps, 1),
         "mb_per_s_with_index": round(mb / full["seconds"], 1),
         "parse_limit_mb_per_s": round(mb / limit_s, 1), "duckdb_raw_parse_mb_per_s": round(mb / duck_s, 1),
@@ -159,6 +166,7 @@ def main() -> None:
         "no_change_seconds": round(again["seconds"], 3),
         "no_change_ratio_to_full": round(again["seconds"] / full["seconds"], 4),
         "append_10_lines_x5_seconds": round(append["seconds"], 3), "append_records": append["records"],
+        "append_compact_seconds": round(append["compact_seconds"], 3),
     }
 
     import duckdb  # noqa: F401
@@ -171,6 +179,7 @@ def main() -> None:
     lake = db.parent / f"{db.stem}.d" / "lake"
     index_bytes = sum(p.stat().st_size for t in ("postings", "search_docs") for p in (lake / t).rglob("*.parquet"))
     lake_bytes = sum(p.stat().st_size for p in lake.rglob("*.parquet"))
+    lake_files = len(convarch_listed(db))
     con.close()
     lat = []
     import random
@@ -195,6 +204,7 @@ def main() -> None:
         "cli_startup_ms": round(statistics.median(noop) * 1000, 1),
         "index_mb": round(index_bytes / 1e6, 1), "index_ratio_to_corpus": round(index_bytes / nbytes, 3),
         "lake_mb": round(lake_bytes / 1e6, 1), "lake_ratio_to_corpus": round(lake_bytes / nbytes, 3),
+        "lake_files": lake_files,
     }
 
     print("chain corpus …", flush=True)
@@ -208,7 +218,7 @@ def main() -> None:
     read_s = time.perf_counter() - t
     con.close()
     chain_s = cingest["chain_seconds"]                       # built once, at ingest
-    parse_s = cingest["seconds"] - chain_s - cingest["index_seconds"]
+    parse_s = cingest["seconds"] - chain_s - cingest["index_seconds"] - cingest["compact_seconds"]
     results["chains"] = {"sessions": args.chain_sessions, "records_per_session": args.chain_records,
                          "chain_rows": n, "build_seconds": round(chain_s, 2), "read_all_seconds": round(read_s, 2),
                          "parse_load_seconds": round(parse_s, 2),
@@ -233,14 +243,14 @@ def main() -> None:
     print(f"""
 corpus            {mb:.0f} MB, {corpus['files']} files, {i['records']} records
 ingest            {i['seconds_without_index']} s = {i['mb_per_s']} MB/s (snapshot, parse, load, publish)
-  + derived data  search index {i['index_seconds']} s, chains {i['chain_seconds']} s; all in {i['mb_per_s_with_index']} MB/s
+  + derived data  search index {i['index_seconds']} s, chains {i['chain_seconds']} s; merging small files {i['compact_seconds']} s; all in {i['mb_per_s_with_index']} MB/s
   vs parse limit  orjson on {os.cpu_count()} cores {i['parse_limit_mb_per_s']} MB/s -> ratio {i['ratio_to_parse_limit']} (target >= 0.3)
   vs DuckDB parse read_csv lines + json_transform {i['duckdb_raw_parse_mb_per_s']} MB/s -> ratio {i['ratio_to_duckdb_parse']}
   peak RSS        {i['peak_rss_mb']} MB (target < 1024 for 1 GB)
 no-change rerun   {i['no_change_seconds']} s -> ratio to full {i['no_change_ratio_to_full']} (target < 0.02)
-append 10 x 5     {i['append_10_lines_x5_seconds']} s for {i['append_records']} records
+append 10 x 5     {i['append_10_lines_x5_seconds']} s for {i['append_records']} records (of which merging small files {i['append_compact_seconds']} s)
 search            p50 {s['p50_ms']} ms, p95 {s['p95_ms']} ms per CLI call (process start alone {s['cli_startup_ms']} ms)
-  index           {s['index_mb']} MB = {s['index_ratio_to_corpus']} of the corpus; whole lake {s['lake_ratio_to_corpus']}
+  index           {s['index_mb']} MB = {s['index_ratio_to_corpus']} of the corpus; whole lake {s['lake_ratio_to_corpus']} in {s['lake_files']} Parquet files
 chains            {c['sessions']} x {c['records_per_session']}: built in {c['build_seconds']} s at ingest -> ratio to parsing and loading them {c['ratio_to_parse_load']}; reading all {c['chain_rows']} rows {c['read_all_seconds']} s
 handoff           {h['turns']:,} turns ({h['records']:,} records) rendered in {h['render_seconds']} s ({h['chars']} chars)
 results           {args.out / 'latest.json'}""")
