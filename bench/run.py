@@ -176,10 +176,12 @@ def main() -> None:
     from convarch.handoff import build
 
     con = convarch.connect(db)
+    listed = convarch_listed(db)           # files merged away but inside their grace are not the lake
     lake = db.parent / f"{db.stem}.d" / "lake"
-    index_bytes = sum(p.stat().st_size for t in ("postings", "search_docs") for p in (lake / t).rglob("*.parquet"))
-    lake_bytes = sum(p.stat().st_size for p in lake.rglob("*.parquet"))
-    lake_files = len(convarch_listed(db))
+    index_bytes = sum(os.path.getsize(f) for f in listed
+                      if Path(f).is_relative_to(lake / "postings") or Path(f).is_relative_to(lake / "search_docs"))
+    lake_bytes = sum(os.path.getsize(f) for f in listed)
+    lake_files = len(listed)
     con.close()
     lat = []
     import random
