@@ -33,20 +33,9 @@ class _Failure(click.ClickException):
 # command -> (module under convarch.cli, attribute). A command's module, and what it pulls in
 # (Arrow and the whole load machinery for `ingest`), is imported only when that command runs,
 # so `convarch search` or `convarch sql` start in about a third of the time.
-COMMANDS = {
-    "doctor": ("doctor", "doctor"),
-    "export": ("export", "export"),
-    "handoff": ("handoff", "handoff"),
-    "ingest": ("ingest", "ingest"),
-    "quarantine": ("quarantine", "quarantine"),
-    "schema": ("schema", "schema"),
-    "search": ("search", "search"),
-    "sessions": ("sessions", "sessions"),
-    "show": ("show", "show"),
-    "sources": ("sources", "sources"),
-    "sql": ("query", "sql_command"),
-    "watch": ("watch", "watch"),
-}
+COMMANDS = {name: (name, name) for name in (
+    "doctor", "export", "handoff", "ingest", "quarantine", "schema", "search", "sessions", "show",
+    "sources", "watch")} | {"sql": ("query", "sql_command")}
 
 
 class ConvarchGroup(click.Group):

@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 
 from convarch import sql
 from convarch.etl.layout import Layout
+from convarch.etl.duck import sql_literal
 from convarch.etl.load import Written, copy_partitioned, written_files
 from convarch.etl.workers import Workers
 
@@ -23,10 +24,6 @@ from convarch.etl.workers import Workers
 MATERIALIZED = ("branches", "chain_messages", "resume_messages", "session_state", "chain_issues")
 #: Everything the materialized views need, in build order.
 CHAIN_VIEWS = tuple(v for v in sql.VIEWS if sql.view_name(v).startswith("int_chain_") or sql.view_name(v) in MATERIALIZED)
-
-
-def _quote(s: str) -> str:
-    return "'" + s.replace("'", "''") + "'"
 
 
 def _with_source(con: duckdb.DuckDBPyConnection, name: str) -> str:
@@ -126,7 +123,7 @@ def _build_group(con: duckdb.DuckDBPyConnection, index: int, epochs: list[tuple[
     con.executemany("insert into wanted values (?, ?, ?)", epochs)
     ids = ", ".join(str(int(fid)) for fid in sorted({e[0] for e in epochs}))
     for table in ("records", "blocks"):
-        listed = ", ".join(_quote(f) for f in files[table])
+        listed = ", ".join(sql_literal(f) for f in files[table])
         # read once into a table: every chain step reads these, and binding a view over all
         # the lake's files would read each file's footer again for every step
         con.execute(f"drop view if exists stg_{table}")

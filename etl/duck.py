@@ -12,3 +12,8 @@ OFFLINE = {"autoinstall_known_extensions": False, "autoload_known_extensions": F
 
 def connect(path: Path | str = ":memory:", *, read_only: bool = False, **config: Any) -> duckdb.DuckDBPyConnection:
     return duckdb.connect(str(path), read_only=read_only, config={**OFFLINE, **config})
+
+
+def sql_literal(s: str) -> str:
+    """A string as a SQL literal, for the file lists and paths DuckDB cannot take as parameters."""
+    return "'" + s.replace("'", "''") + "'"

@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 from convarch import sql
 from convarch.sql import docs
 from convarch.adapters import claude_code
-from convarch.etl.duck import connect
+from convarch.etl.duck import connect, sql_literal
 from convarch.etl.layout import Layout, make_private
 from convarch.etl.chains import CHAIN_VIEWS, MATERIALIZED, define_chain_views
 from convarch.etl.load import QUARANTINE_SCHEMA
@@ -114,7 +114,7 @@ def publish(layout: Layout, state: duckdb.DuckDBPyConnection, run_id: int) -> No
         con.execute("comment on table source_files is 'one row per source file read: watermark, epoch and counts'")
         con.execute("comment on table ingest_runs is 'one row per ingest run'")
         for table in TABLES:
-            listed = ", ".join(_quote(f) for f in files[table])
+            listed = ", ".join(sql_literal(f) for f in files[table])
             con.execute(
                 f"create view lake_{table} as select * from read_parquet([{listed}], "
                 "hive_partitioning = true, union_by_name = true)"
@@ -129,7 +129,7 @@ def publish(layout: Layout, state: duckdb.DuckDBPyConnection, run_id: int) -> No
             kind = "table" if view in STORED_AT_PUBLISH else "view"
             con.execute(f"create {kind} {view} as {body}")
             if g := docs.grain(text):
-                con.execute(f"comment on {kind} {view} is {_quote(g)}")
+                con.execute(f"comment on {kind} {view} is {sql_literal(g)}")
             docs.apply_comments(con, view, text)
         con.execute("checkpoint")
     finally:
@@ -156,7 +156,3 @@ def read_manifest(layout: Layout) -> dict | None:
         return json.loads(layout.manifest.read_text())
     except (FileNotFoundError, json.JSONDecodeError):
         return None
-
-
-def _quote(s: str) -> str:
-    return "'" + s.replace("'", "''") + "'"
