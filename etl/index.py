@@ -2,7 +2,8 @@
 
 It runs as its own stage over each staged batch's records and blocks, so extraction never
 waits on tokenizing, its cost is measured on its own, and the same workers build it in
-parallel. The SQL is in sql/search/ (documents, word counts, postings, document lengths).
+parallel. The SQL is in sql/search/ (documents, word counts, postings, document lengths); the
+words themselves are cut by etl/tokens.py.
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import duckdb
 
 from convarch import sql
 from convarch.etl.load import Written, copy_partitioned, written_files
+from convarch.etl.tokens import words
 
 HIVE = "hive_partitioning = true, hive_types = {'source': 'VARCHAR', 'month': 'VARCHAR'}"
 
@@ -30,7 +32,11 @@ def index_batch(con: duckdb.DuckDBPyConnection, batch: Path, run_id: int, seeds:
     con.execute(f"create or replace temp view records_batch as select * from read_parquet({_files(records)}, {HIVE})")
     con.execute(f"create or replace temp view blocks_batch as select * from read_parquet({_files(blocks)}, {HIVE})")
     con.execute(f"create or replace temp table search_docs_batch as {sql.read('search/docs')}")
+    docs = con.sql("select doc_id, body from search_docs_batch").to_arrow_table()
+    con.register("search_tokens_batch", words(docs["doc_id"], docs["body"]))
+    del docs
     con.execute(f"create or replace temp table search_words_batch as {sql.read('search/words')}")
+    con.unregister("search_tokens_batch")
     out: list[Written] = []
     for table, query in (("search_docs", "search/doc_lengths"), ("postings", "search/postings")):
         target = batch / table

@@ -55,6 +55,7 @@ def seed_schemas() -> dict[str, pa.Schema]:
     blocks = con.sql("select * exclude (source, month) from blocks_batch").to_arrow_table().schema
     con.execute(sql.read("search/macros"))
     con.execute(f"create temp table search_docs_batch as {sql.read('search/docs')}")
+    con.execute("create temp table search_tokens_batch (doc_id bigint, word varchar)")
     con.execute(f"create temp table search_words_batch as {sql.read('search/words')}")
     docs = con.sql(f"select * exclude (source, month) from ({sql.read('search/doc_lengths')})").to_arrow_table().schema
     postings = con.sql(f"select * exclude (source, month) from ({sql.read('search/postings')})").to_arrow_table().schema

@@ -30,7 +30,7 @@ document_frequency as (
 scored as (
     select
         h.source,
-        h.session_id,
+        d.session_id,
         h.file_id,
         h.file_epoch,
         h.line_no,

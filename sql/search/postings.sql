@@ -2,7 +2,9 @@
 -- zone maps let a lookup skip everything but its terms. Terms are made exactly as the
 -- search_tokens macro makes them (whole lowercased words, plus the parts of code identifiers),
 -- but once per distinct word of the batch and then joined to the counts, which DuckDB does far
--- faster than nested list lambdas over every token.
+-- faster than nested list lambdas over every token. The session is not repeated on every
+-- posting: a hit takes it from its document (search_docs), and sorting a batch's postings by
+-- term costs less without that payload.
 -- input: search_words_batch, search_docs_batch
 with vocabulary as (
     select distinct word from search_words_batch
@@ -39,7 +41,7 @@ doc_terms as (
 ),
 
 final as (
-    select t.term, d.source, d.session_id, d.file_id, d.file_epoch, d.line_no, d.field, t.tf, d.month
+    select t.term, d.source, d.file_id, d.file_epoch, d.line_no, d.field, t.tf, d.month
     from doc_terms as t
     join search_docs_batch as d on d.doc_id = t.doc_id
 )
