@@ -40,6 +40,11 @@ def define_chain_views(con: duckdb.DuckDBPyConnection, *, as_tables: bool = Fals
         con.execute(f"create or replace {kind} {sql.view_name(name)} as {sql.read(name)}")
 
 
+#: Columns no chain step reads, left out when a group's rows are loaded: tool inputs and
+#: outputs are most of the blocks' bytes. A chain view that starts reading one fails to bind
+#: at ingest (tests/test_chains.py), it never sees a silent null.
+UNREAD = {"blocks": "exclude (output_text, tool_input)", "records": "exclude (metadata_raw)"}
+
 #: A group of files whose chains one worker computes at once: big enough that the recursive
 #: walk's per-step cost is shared, small enough that its memory stays bounded.
 GROUP_RECORDS = 50_000
@@ -128,7 +133,7 @@ def _build_group(con: duckdb.DuckDBPyConnection, index: int, epochs: list[tuple[
         # the lake's files would read each file's footer again for every step
         con.execute(f"drop view if exists stg_{table}")
         con.execute(
-            f"create or replace temp table stg_{table} as select t.* from read_parquet([{listed}], hive_partitioning = true, "
+            f"create or replace temp table stg_{table} as select t.* {UNREAD[table]} from read_parquet([{listed}], hive_partitioning = true, "
             f"union_by_name = true) as t join wanted on wanted.file_id = t.file_id and wanted.epoch = t.file_epoch "
             f"where t.file_id in ({ids})"
         )
