@@ -1,10 +1,11 @@
--- grain: one row per (term, document) of this batch, ordered by term so each Parquet file's
--- zone maps let a lookup skip everything but its terms. Terms are made exactly as the
+-- grain: one row per (term, document) of this batch. Terms are made exactly as the
 -- search_tokens macro makes them (whole lowercased words, plus the parts of code identifiers),
 -- but once per distinct word of the batch and then joined to the counts, which DuckDB does far
 -- faster than nested list lambdas over every token. The session is not repeated on every
--- posting: a hit takes it from its document (search_docs), and sorting a batch's postings by
--- term costs less without that payload.
+-- posting: a hit takes it from its document (search_docs).
+-- Not sorted by term: merging small files (etl/compact.py) concatenates a partition's
+-- postings, so a sort would only last until the first merge, and it cost a quarter of
+-- building the index.
 -- input: search_words_batch, search_docs_batch
 with vocabulary as (
     select distinct word from search_words_batch
@@ -47,4 +48,3 @@ final as (
 )
 
 select * from final
-order by term, file_id, line_no
