@@ -17,7 +17,8 @@ import pyarrow.parquet as pq
 from convarch import sql
 from convarch.etl.layout import Layout
 from convarch.etl.duck import sql_literal
-from convarch.etl.load import Written, copy_partitioned, written_files
+from convarch.etl.load import Written
+from convarch.etl.partfiles import PartitionFiles, PerWorker
 from convarch.etl.workers import Workers
 
 #: Views computed by ingest; the catalog serves them from Parquet.
@@ -75,7 +76,7 @@ def materialize(layout: Layout, state: duckdb.DuckDBPyConnection, run_id: int, e
                 written: list[Written], staging: Path, seeds: dict[str, Path], workers: Workers,
                 records: dict[int, int] | None = None, nbytes: dict[int, int] | None = None) -> tuple[list[Written], float]:
     """Compute the chains of the files in `epochs` ((file_id, current epoch, source)) and write
-    them under `staging`, a group of files per worker task."""
+    them into each worker's open files under `staging`, a group of files per worker task."""
     if not epochs:
         return [], 0.0
     t0 = time.perf_counter()
@@ -96,11 +97,14 @@ def materialize(layout: Layout, state: duckdb.DuckDBPyConnection, run_id: int, e
         return {t: [f for f in listed if ranges[f] is None or (ranges[f][0] <= hi and ranges[f][1] >= lo)]
                 for t, listed in files.items()}
 
-    out: list[Written] = []
-    for got in workers.map_unordered(
-            lambda con, g: _build_group(con, g[0], g[1], group_files(g[1]), run_id, staging), list(enumerate(groups))):
-        out += got
-    return out, time.perf_counter() - t0
+    parts = PerWorker(run_id, staging / "chains", "g")
+    try:
+        for _ in workers.map_unordered(lambda con, g: _build_group(con, parts.mine(), g, group_files(g), run_id), groups):
+            pass
+    except BaseException:
+        parts.abandon()
+        raise
+    return parts.close(), time.perf_counter() - t0
 
 
 def _file_id_range(path: str) -> tuple[int, int] | None:
@@ -122,8 +126,8 @@ def _file_id_range(path: str) -> tuple[int, int] | None:
     return None if lo is None else (lo, hi)
 
 
-def _build_group(con: duckdb.DuckDBPyConnection, index: int, epochs: list[tuple[int, int, str]],
-                 files: dict[str, list[str]], run_id: int, staging: Path) -> list[Written]:
+def _build_group(con: duckdb.DuckDBPyConnection, parts: PartitionFiles, epochs: list[tuple[int, int, str]],
+                 files: dict[str, list[str]], run_id: int) -> None:
     con.execute("create or replace temp table wanted (file_id bigint, epoch integer, source varchar)")
     con.executemany("insert into wanted values (?, ?, ?)", epochs)
     ids = ", ".join(str(int(fid)) for fid in sorted({e[0] for e in epochs}))
@@ -138,20 +142,8 @@ def _build_group(con: duckdb.DuckDBPyConnection, index: int, epochs: list[tuple[
             f"where t.file_id in ({ids})"
         )
     define_chain_views(con, as_tables=True)
-    out: list[Written] = []
-    base = staging / "chains" / f"g{index:05d}"
-    base.mkdir(parents=True, exist_ok=True, mode=0o700)
     for name in MATERIALIZED:
-        target = base / name
-        con.execute(f"create or replace temp table chain_batch as {_with_source(con, name)}, "
-                    f"{int(run_id)}::bigint as chain_run_id, 'all' as month from {name} as v "
-                    "join wanted as w on w.file_id = v.file_id")
-        n = con.execute("select count(*) from chain_batch").fetchone()[0]
-        if n:
-            copy_partitioned(con, "select * from chain_batch", target, f"r{run_id:06d}_g{index:05d}_{{i}}")
-            out += [Written(str(rel), name, parts["source"], parts["month"], rows, p.stat().st_size, p)
-                    for p, rel, parts, rows in written_files(target, base)]
-        con.execute("drop table chain_batch")
+        parts.write(con, name, f"{_with_source(con, name)}, {int(run_id)}::bigint as chain_run_id, 'all' as month "
+                               f"from {name} as v join wanted as w on w.file_id = v.file_id")
     for name in [*reversed(CHAIN_VIEWS), "stg_blocks", "stg_records"]:
         con.execute(f"drop table if exists {sql.view_name(name)}")
-    return out

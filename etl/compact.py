@@ -1,13 +1,13 @@
 """Merge a partition's many small Parquet files into a few big ones.
 
-Every run that changes data writes at least one file per table, source and month it touches,
-and the first run of a big store one per batch; a warehouse kept current by `watch` or a timer
-gathers thousands of them. Every query then opens every footer (about 0.4 ms each here), so a
+Every run that changes data writes at least one file per table, source and month it touches
+(a big load keeps one open per worker, etl/partfiles.py, but a run that adds ten lines still
+writes its own); a warehouse kept current by `watch` or a timer gathers thousands of them. Every query then opens every footer (about 0.4 ms each here), so a
 search over years of history would spend seconds on that alone.
 
 When a partition holds SMALL_FILES or more files under SMALL_BYTES, a worker rewrites them as
 files of up to MERGED_BYTES (cheapest partitions first, at most RUN_BUDGET_BYTES a run, since a
-rewrite costs about what the first write did), rows in the order they were written (file id order), with narrow
+rewrite costs about what the first write did), rows in the order they were written, with narrow
 row groups so a reader that wants a few files' rows still skips the rest. The merged files are
 registered, and the small ones retired, in the run's own state transaction. Files the run itself
 wrote are deleted at once (no catalog ever listed them); an older file only by a later run once

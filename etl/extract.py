@@ -16,6 +16,7 @@ from convarch.etl.containers import snapshot_whole
 from convarch.etl.index import index_batch
 from convarch.etl.lines import split_snapshot
 from convarch.etl.load import BatchWriter, FileContext, Written
+from convarch.etl.partfiles import PerWorker, RowGroup
 from convarch.etl.redact import Redactor, redact_json_line
 from convarch.etl.workers import Workers
 
@@ -55,8 +56,8 @@ class Unit:
 class UnitResult:
     unit: Unit
     updates: list[dict]
-    written: list[Written]
-    batches: list[Path]
+    written: list[Written]       # quarantine files (records and blocks go to the worker's open files)
+    batches: list[list[RowGroup]]
     sessions: set[tuple[str, str]]
     skipped: list[tuple[str, str]]
     redacted: int
@@ -85,7 +86,7 @@ def units(changed: list[Planned]) -> list[Unit]:
 
 def extract(staging, run_id, state, changed: list[Planned], summary: Summary, progress, workers: Workers):
     """Snapshot and parse every changed file on the workers; return the Parquet written, the
-    watermark updates, the sessions seen and the staged batch folders (for the index)."""
+    watermark updates, the sessions seen and each batch's row groups (for the index)."""
     for p in changed:              # ids come from the state database, which stays on this thread
         p.file_id = (state.execute("select nextval('file_id_seq')").fetchone()[0] if p.action == "new"
                      else p.prev["file_id"])
@@ -93,11 +94,13 @@ def extract(staging, run_id, state, changed: list[Planned], summary: Summary, pr
     snapdir.mkdir(mode=0o700)
     batch_numbers = itertools.count()
     redacting = summary.redacting
+    parts = PerWorker(run_id, staging / "out", "w")
 
     def load(con, unit: Unit) -> UnitResult:
         from convarch import adapters
 
-        writer = BatchWriter(run_id, staging / "out", adapters.get(unit.source).EXTRACT, con, batch_numbers)
+        writer = BatchWriter(run_id, staging / "out", adapters.get(unit.source).EXTRACT, con, batch_numbers,
+                             parts.mine())
         result = UnitResult(unit, [], [], [], set(), [], 0)
         for p in unit.plans:
             upd = read_file(p, writer, snapdir, result, redacting)
@@ -113,8 +116,14 @@ def extract(staging, run_id, state, changed: list[Planned], summary: Summary, pr
     written: list[Written] = []
     updates: list[dict] = []
     sessions: set[tuple[str, str]] = set()
-    batches: list[Path] = []
-    for r in workers.map_unordered(load, units(changed)):
+    batches: list[list[RowGroup]] = []
+    try:
+        results = list(_each(workers.map_unordered(load, units(changed)), progress))
+    except BaseException:
+        parts.abandon()
+        raise
+    written += parts.close()          # every file whole before the index reads it
+    for r in results:
         written += r.written
         updates += r.updates
         sessions |= r.sessions
@@ -122,9 +131,14 @@ def extract(staging, run_id, state, changed: list[Planned], summary: Summary, pr
         summary.skipped += r.skipped
         summary.files_skipped += len(r.skipped)
         summary.redacted += r.redacted
+    return written, updates, sessions, batches
+
+
+def _each(results, progress):
+    for r in results:
         if progress:
             progress(r.unit.nbytes)
-    return written, updates, sessions, batches
+        yield r
 
 
 def read_file(p: Planned, writer: BatchWriter, snapdir: Path, result: UnitResult, redacting: bool) -> dict | None:
@@ -188,8 +202,13 @@ def read_file(p: Planned, writer: BatchWriter, snapdir: Path, result: UnitResult
     }
 
 
-def index(workers: Workers, batches: list[Path], run_id: int, seeds: dict[str, Path]) -> list[Written]:
-    written: list[Written] = []
-    for w in workers.map_unordered(lambda con, b: index_batch(con, b, run_id, seeds), batches):
-        written += w
-    return written
+def index(workers: Workers, staging: Path, batches: list[list[RowGroup]], run_id: int,
+          seeds: dict[str, Path]) -> list[Written]:
+    parts = PerWorker(run_id, staging, "i")
+    try:
+        for _ in workers.map_unordered(lambda con, groups: index_batch(con, parts.mine(), groups, seeds), batches):
+            pass
+    except BaseException:
+        parts.abandon()
+        raise
+    return parts.close()

@@ -134,7 +134,7 @@ def _ingest(layout, targets, on_plan, progress, wait_seconds, redact, n_workers)
             summary.extract_seconds = time.monotonic() - t0
             seeds = ensure_seeds(layout)
             t_index = time.monotonic()
-            written += index(workers, batches, run_id, seeds)
+            written += index(workers, staging / "index", batches, run_id, seeds)
             summary.index_seconds = time.monotonic() - t_index
             _move_into_lake(layout, staging, written)
             chain_written, summary.chain_seconds = materialize(

@@ -1,5 +1,6 @@
 """Turn batches of lines into Parquet: parse and normalize them with the adapter's SQL, write
-records, blocks and quarantine partitioned by source and month.
+records and blocks (as row groups of the worker's open files, etl/partfiles.py) and
+quarantine, partitioned by source and month.
 
 Files are written under the run's staging folder and only later moved into the lake and
 registered in one state transaction, so a crash leaves nothing a reader can see.
@@ -10,6 +11,7 @@ import json
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -20,6 +22,9 @@ import pyarrow.parquet as pq
 from convarch import sql
 from convarch.adapters.base import MALFORMED_ROW, Extract
 from convarch.etl.lines import BadLine
+
+if TYPE_CHECKING:
+    from convarch.etl.partfiles import PartitionFiles, RowGroup
 
 QUARANTINE_SCHEMA = pa.schema(
     [
@@ -84,18 +89,19 @@ class BatchWriter:
     collide."""
 
     def __init__(self, run_id: int, staging: Path, extract: Extract, con: duckdb.DuckDBPyConnection,
-                 batch_numbers: Iterator[int]):
+                 batch_numbers: Iterator[int], parts: PartitionFiles):
         self.run_id = run_id
         self.staging = staging
         self.extract = extract
         self.con = con
         self.batch_numbers = batch_numbers
+        self.parts = parts
         self.tables: list[pa.Table] = []
         self.files: dict[int, FileContext] = {}
         self.bad: list[tuple[BadLine, FileContext]] = []
         self.pending_bytes = 0
         self.written: list[Written] = []
-        self.batches: list[Path] = []
+        self.batches: list[list[RowGroup]] = []    # each flush's rows, for the index
         self.records_by_file: dict[int, int] = {}
         self.quarantined_by_file: dict[int, int] = {}
         self.sessions: set[tuple[str, str]] = set()
@@ -112,8 +118,8 @@ class BatchWriter:
             return
         k = next(self.batch_numbers)
         out = self.staging / f"b{k:05d}"
-        out.mkdir(parents=True, exist_ok=True, mode=0o700)
         con = self.con
+        groups: list[RowGroup] = []
         if self.tables:
             lines_all = pa.concat_tables(self.tables)
             con.register("lines_all", lines_all)
@@ -127,8 +133,8 @@ class BatchWriter:
             self.sessions.update(
                 (s, sid) for s, sid in con.execute("select distinct source, session_id from records_batch").fetchall()
             )
-            self._copy("records", sql.read("extract/stored_records"), out, k)
-            self._copy("blocks", "select * from blocks_batch", out, k)
+            groups += self.parts.write(con, "records", sql.read("extract/stored_records"))
+            groups += self.parts.write(con, "blocks", "select * from blocks_batch")
             con.unregister("lines")
             con.unregister("lines_all")
             con.unregister("batch_files")
@@ -137,9 +143,11 @@ class BatchWriter:
             con.register("quarantine_batch", self._quarantine_table())
             for fid, n in con.execute("select file_id, count(*) from quarantine_batch group by 1").fetchall():
                 self.quarantined_by_file[fid] = self.quarantined_by_file.get(fid, 0) + n
+            out.mkdir(parents=True, exist_ok=True, mode=0o700)
             self._copy("quarantine", "select * from quarantine_batch", out, k)
             con.unregister("quarantine_batch")
-        self.batches.append(out)
+        if groups:
+            self.batches.append(groups)
         self.tables.clear()
         self.bad.clear()
         self.files = {}

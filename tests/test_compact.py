@@ -11,6 +11,7 @@ import pytest
 from convarch.adapters import claude_code
 from convarch.etl import compact
 from convarch.etl import extract as extract_mod
+from convarch.etl import partfiles
 from convarch.etl.ingest import ingest
 from convarch.etl.layout import Layout
 from convarch.etl.publish import read_manifest
@@ -41,7 +42,8 @@ def append_turn(root: Path, k: int) -> None:
 
 @pytest.fixture
 def small_batches(monkeypatch):
-    monkeypatch.setattr(extract_mod, "FLUSH_BYTES", 32 << 10)   # one small Parquet file per few lines
+    monkeypatch.setattr(extract_mod, "FLUSH_BYTES", 32 << 10)   # a batch every few lines,
+    monkeypatch.setattr(partfiles, "FILE_BYTES", 1)              # and a file per batch
 
 
 def test_merged_lake_reads_exactly_like_the_unmerged_one(tmp_path, monkeypatch, small_batches):

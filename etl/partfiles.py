@@ -1,0 +1,181 @@
+"""One worker's open Parquet files during a run: a file per (table, source, month), a row
+group per batch.
+
+Batches stay small so memory stays bounded, but a file per batch and partition left a
+gigabyte's first load as a few hundred files of a megabyte or two: every query opened each
+footer, and merging them later rewrote the whole load. Keeping one writer open per partition
+lets each batch add a row group to the same file instead, closed when it passes FILE_BYTES
+or the run's loading ends. A batch's rows stay addressable as their row groups, which is how
+the index stage reads them back.
+"""
+from __future__ import annotations
+
+import itertools
+import os
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+from convarch.etl.load import Written
+
+#: A file is closed and the next batch starts another once it passes this size: as big as a
+#: merged file (etl/compact.py), so a first load leaves nothing to merge.
+FILE_BYTES = 256 << 20
+PARTITION_COLUMNS = ("source", "month")
+
+
+@dataclass(frozen=True, slots=True)
+class RowGroup:
+    """One batch's rows of one partition: row group `index` of the staged file at `path`."""
+
+    table: str
+    path: Path
+    index: int
+    source: str
+    month: str
+
+
+@dataclass
+class _Open:
+    writer: pq.ParquetWriter
+    path: Path
+    rel: str
+    table: str
+    source: str
+    month: str
+    groups: int = 0
+    rows: int = 0
+
+
+@dataclass
+class PartitionFiles:
+    run_id: int
+    staging: Path            # files go to staging/<table>/source=…/month=…/
+    worker: int
+    prefix: str = "w"        # names the stage in file names: w (load), i (index), g (chains)
+    _open: dict[tuple[str, str, str], _Open] = field(default_factory=dict)
+    _closed: list[Written] = field(default_factory=list)
+    _numbers: itertools.count = field(default_factory=itertools.count)
+
+    def write(self, con: duckdb.DuckDBPyConnection, table: str, select: str) -> list[RowGroup]:
+        """Append the rows of `select` (which has source and month columns) as one row group
+        per partition they fall in."""
+        rel = con.sql(select)
+        rows = _keep_json(rel.to_arrow_table(), [str(t) for t in rel.types])
+        if rows.num_rows == 0:
+            return []
+        keys = rows.select(list(PARTITION_COLUMNS)).group_by(list(PARTITION_COLUMNS)).aggregate([])
+        out: list[RowGroup] = []
+        for source, month in zip(keys["source"].to_pylist(), keys["month"].to_pylist()):
+            part = rows if keys.num_rows == 1 else rows.filter(
+                pc.and_(pc.equal(rows["source"], source), pc.equal(rows["month"], month)))
+            part = part.drop_columns(list(PARTITION_COLUMNS))
+            f = self._file(table, source, month, part.schema)
+            f.writer.write_table(part, row_group_size=max(part.num_rows, 1))
+            out.append(RowGroup(table, f.path, f.groups, source, month))
+            f.groups += 1
+            f.rows += part.num_rows
+            if os.path.getsize(f.path) >= FILE_BYTES:
+                self._close(f)
+        return out
+
+    def close(self) -> list[Written]:
+        """Finish every open file; returns all the files this worker wrote in the run."""
+        for f in list(self._open.values()):
+            self._close(f)
+        return self._closed
+
+    def abandon(self) -> None:
+        """Close every open file after a failure; the run's staging folder is deleted anyway."""
+        for f in self._open.values():
+            try:
+                f.writer.close()
+            except Exception:      # noqa: BLE001 - a failure is already on its way up
+                pass
+        self._open.clear()
+
+    def _file(self, table: str, source: str, month: str, schema: pa.Schema) -> _Open:
+        key = (table, source, month)
+        f = self._open.get(key)
+        if f is None:
+            name = f"r{self.run_id:06d}_{self.prefix}{self.worker:02d}_{next(self._numbers):05d}.parquet"
+            rel = f"{table}/source={source}/month={month}/{name}"
+            path = self.staging / rel
+            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            writer = pq.ParquetWriter(path, schema, compression="zstd")
+            os.chmod(path, 0o600)
+            f = self._open[key] = _Open(writer, path, rel, table, source, month)
+        return f
+
+    def _close(self, f: _Open) -> None:
+        f.writer.close()
+        del self._open[(f.table, f.source, f.month)]
+        self._closed.append(Written(f.rel, f.table, f.source, f.month, f.rows, f.path.stat().st_size, f.path))
+
+
+class PerWorker:
+    """The PartitionFiles of each worker thread in one stage of a run (loading, index, chains):
+    a thread writes only its own, and the stage closes them all when its work is done."""
+
+    def __init__(self, run_id: int, staging: Path, prefix: str):
+        self.run_id = run_id
+        self.staging = staging
+        self.prefix = prefix
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._all: list[PartitionFiles] = []
+
+    def mine(self) -> PartitionFiles:
+        files = getattr(self._local, "files", None)
+        if files is None:
+            with self._lock:
+                files = self._local.files = PartitionFiles(self.run_id, self.staging, len(self._all), self.prefix)
+                self._all.append(files)
+        return files
+
+    def close(self) -> list[Written]:
+        written: list[Written] = []
+        for files in self._all:
+            written += files.close()
+        return written
+
+    def abandon(self) -> None:
+        for files in self._all:
+            files.abandon()
+
+
+_JSON = pa.json_(pa.string())
+
+
+def _keep_json(rows: pa.Table, types: list[str]) -> pa.Table:
+    """Arrow has no plain JSON type, so DuckDB hands JSON columns over as strings; mark them
+    as JSON again so the Parquet files say so, as DuckDB's own writer does."""
+    for i, t in enumerate(types):
+        if t == "JSON":
+            col = rows.column(i)
+            rows = rows.set_column(i, pa.field(rows.schema.field(i).name, _JSON), pa.chunked_array(
+                [pa.ExtensionArray.from_storage(_JSON, c) for c in col.chunks], type=_JSON))
+    return rows
+
+
+def dataset(groups: list[RowGroup]) -> ds.Dataset:
+    """The rows of some row groups of one table as one Arrow dataset (partition columns
+    included), which DuckDB scans reading only the columns a query uses."""
+    local = pafs.LocalFileSystem()
+    fmt = ds.ParquetFileFormat()
+    schema = pq.read_schema(groups[0].path)
+    for name in PARTITION_COLUMNS:
+        schema = schema.append(pa.field(name, pa.string()))
+    fragments = [
+        fmt.make_fragment(str(g.path), filesystem=local, row_groups=[g.index],
+                          partition_expression=(ds.field("source") == g.source) & (ds.field("month") == g.month))
+        for g in groups
+    ]
+    return ds.FileSystemDataset(fragments, schema=schema, format=fmt, filesystem=local)

@@ -1,0 +1,65 @@
+"""A load keeps one Parquet file open per worker and partition, a row group per batch: the
+archive reads exactly as with a file per batch, and a first load leaves nothing to merge."""
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from convarch.adapters import claude_code
+from convarch.etl import compact
+from convarch.etl import extract as extract_mod
+from convarch.etl import partfiles
+from convarch.etl.ingest import ingest
+from convarch.etl.layout import Layout
+from test_parallel_load import snapshot_of
+from test_reliability import corpus
+
+
+def data_files(db: Path, table: str) -> list[Path]:
+    return [p for p in (Layout(db).lake / table).rglob("*.parquet") if not p.name.startswith("seed-")]
+
+
+def load(db: Path, root: Path):
+    return ingest(Layout(db), [(claude_code, claude_code.resolve_root(root))], workers=2)
+
+
+def test_row_groups_in_open_files_read_exactly_like_a_file_per_batch(tmp_path, monkeypatch):
+    root = tmp_path / "home" / ".claude"
+    corpus(root / "projects", files=20, seed=11)
+    monkeypatch.setattr(extract_mod, "FLUSH_BYTES", 24 << 10)     # dozens of batches
+    monkeypatch.setattr(compact, "SMALL_FILES", 10**9)            # compare what loading wrote
+
+    kept_open = tmp_path / "open" / "w.duckdb"
+    s = load(kept_open, root)
+    assert s.files_merged == 0
+    for table in ("records", "blocks"):
+        files = data_files(kept_open, table)
+        per_partition = Counter(p.parent for p in files)
+        assert max(per_partition.values()) <= 2, per_partition       # one per worker at most
+        groups = sum(pq.ParquetFile(p).metadata.num_row_groups for p in files)
+        assert groups > 2 * len(files), "batches did not become row groups of shared files"
+
+    monkeypatch.setattr(partfiles, "FILE_BYTES", 1)                 # close after every batch
+    per_batch = tmp_path / "batch" / "w.duckdb"
+    load(per_batch, root)
+    assert len(data_files(per_batch, "records")) > 2 * len(data_files(kept_open, "records"))
+
+    a, b = snapshot_of(kept_open), snapshot_of(per_batch)
+    assert a["stg_records"] and a["search_postings"]
+    assert a == b
+
+
+def test_a_file_that_passes_its_size_is_closed_and_another_begun(tmp_path, monkeypatch):
+    root = tmp_path / "home" / ".claude"
+    corpus(root / "projects", files=12, seed=3)
+    monkeypatch.setattr(extract_mod, "FLUSH_BYTES", 16 << 10)
+    monkeypatch.setattr(compact, "SMALL_FILES", 10**9)
+    monkeypatch.setattr(partfiles, "FILE_BYTES", 40 << 10)
+    db = tmp_path / "w" / "w.duckdb"
+    load(db, root)
+    files = data_files(db, "records")
+    assert max(Counter(p.parent for p in files).values()) > 2
+    # every file but the last of each worker and partition passed the limit before it closed
+    assert sum(p.stat().st_size >= 40 << 10 for p in files) >= len(files) // 2
