@@ -28,6 +28,9 @@ from convarch.etl.load import Written
 #: A file is closed and the next batch starts another once it passes this size: as big as a
 #: merged file (etl/compact.py), so a first load leaves nothing to merge.
 FILE_BYTES = 256 << 20
+#: At most this many files open per worker: years of history over many sources have hundreds
+#: of partitions, and each open file holds a descriptor; the least recently written closes.
+MAX_OPEN = 48
 PARTITION_COLUMNS = ("source", "month")
 
 
@@ -103,8 +106,12 @@ class PartitionFiles:
 
     def _file(self, table: str, source: str, month: str, schema: pa.Schema) -> _Open:
         key = (table, source, month)
-        f = self._open.get(key)
-        if f is None:
+        f = self._open.pop(key, None)
+        if f is not None:
+            self._open[key] = f            # most recently written last
+        else:
+            while len(self._open) >= MAX_OPEN:
+                self._close(next(iter(self._open.values())))
             name = f"r{self.run_id:06d}_{self.prefix}{self.worker:02d}_{next(self._numbers):05d}.parquet"
             rel = f"{table}/source={source}/month={month}/{name}"
             path = self.staging / rel

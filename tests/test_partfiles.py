@@ -63,3 +63,27 @@ def test_a_file_that_passes_its_size_is_closed_and_another_begun(tmp_path, monke
     assert max(Counter(p.parent for p in files).values()) > 2
     # every file but the last of each worker and partition passed the limit before it closed
     assert sum(p.stat().st_size >= 40 << 10 for p in files) >= len(files) // 2
+
+
+def test_a_worker_never_holds_more_than_its_open_file_limit(tmp_path, monkeypatch):
+    root = tmp_path / "home" / ".claude"
+    corpus(root / "projects", files=12, seed=7)
+    monkeypatch.setattr(extract_mod, "FLUSH_BYTES", 16 << 10)
+    monkeypatch.setattr(compact, "SMALL_FILES", 10**9)
+    roomy = tmp_path / "roomy" / "w.duckdb"
+    load(roomy, root)
+    peak = {"n": 0}
+    real = partfiles.PartitionFiles._file
+
+    def counting(self, *args):
+        f = real(self, *args)
+        peak["n"] = max(peak["n"], len(self._open))
+        return f
+
+    monkeypatch.setattr(partfiles.PartitionFiles, "_file", counting)
+    monkeypatch.setattr(partfiles, "MAX_OPEN", 1)     # records and blocks take turns
+    tight = tmp_path / "tight" / "w.duckdb"
+    load(tight, root)
+    assert peak["n"] == 1
+    assert len(data_files(tight, "records")) > len(data_files(roomy, "records"))
+    assert snapshot_of(tight) == snapshot_of(roomy)
