@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import duckdb
+import pyarrow as pa
 
 from convarch import sql
 from convarch.etl.partfiles import PartitionFiles, RowGroup, dataset
@@ -40,6 +41,7 @@ def index_batch(con: duckdb.DuckDBPyConnection, parts: PartitionFiles, groups: l
     del docs
     con.execute(f"create or replace temp table search_words_batch as {sql.read('search/words')}")
     con.unregister("search_tokens_batch")
+    pa.default_memory_pool().release_unused()     # see PartitionFiles.write
     for table, query in (("search_docs", "search/doc_lengths"), ("postings", "search/postings")):
         parts.write(con, table, sql.read(query))
     con.execute("drop table search_docs_batch; drop table search_words_batch")
