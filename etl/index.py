@@ -10,10 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import duckdb
-import pyarrow as pa
 
 from convarch import sql
-from convarch.etl.partfiles import PartitionFiles, RowGroup, dataset
+from convarch.etl.partfiles import PartitionFiles, RowGroup, rows_of
 from convarch.etl.tokens import words
 
 HIVE = "hive_partitioning = true, hive_types = {'source': 'VARCHAR', 'month': 'VARCHAR'}"
@@ -30,23 +29,16 @@ def index_batch(con: duckdb.DuckDBPyConnection, parts: PartitionFiles, groups: l
     if not records:
         return
     blocks = [g for g in groups if g.table == "blocks"]
-    con.register("records_batch", dataset(records))
-    if blocks:
-        con.register("blocks_batch", dataset(blocks))
-    else:
-        con.execute(f"create or replace temp view blocks_batch as select * from read_parquet({_files([seeds['blocks']])}, {HIVE})")
+    con.execute(f"create or replace temp view records_batch as {rows_of(records)}")
+    blocks_rows = rows_of(blocks) if blocks else f"select * from read_parquet({_files([seeds['blocks']])}, {HIVE})"
+    con.execute(f"create or replace temp view blocks_batch as {blocks_rows}")
     con.execute(f"create or replace temp table search_docs_batch as {sql.read('search/docs')}")
     docs = con.sql("select doc_id, body from search_docs_batch").to_arrow_table()
     con.register("search_tokens_batch", words(docs["doc_id"], docs["body"]))
     del docs
     con.execute(f"create or replace temp table search_words_batch as {sql.read('search/words')}")
     con.unregister("search_tokens_batch")
-    pa.default_memory_pool().release_unused()     # see PartitionFiles.write
     for table, query in (("search_docs", "search/doc_lengths"), ("postings", "search/postings")):
         parts.write(con, table, sql.read(query))
-    con.execute("drop table search_docs_batch; drop table search_words_batch")
-    con.unregister("records_batch")
-    if blocks:
-        con.unregister("blocks_batch")
-    else:
-        con.execute("drop view blocks_batch")
+    con.execute("drop table search_docs_batch; drop table search_words_batch; "
+                "drop view records_batch; drop view blocks_batch")
