@@ -1,0 +1,163 @@
+"""Rows of the Cursor desktop's ``state.vscdb`` stores (adapters/cursor.py describes them):
+composers and their bubbles from ``cursorDiskKV``, chat and prompt history from ``ItemTable``."""
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+
+from convarch.adapters._cursor_rows import _as_text, _dump, _line, _malformed, _parse, _s
+from convarch.adapters.base import SourceFile
+
+ITEM_KEYS = (
+    "workbench.panel.aichat.view.aichat.chatdata",
+    "aiService.prompts",
+    "aiService.generations",
+    "composer.composerData",
+)
+
+
+def _vscdb_lines(con: sqlite3.Connection, tables: set[str], file: SourceFile) -> Iterator[bytes]:
+    scope = file.path.parent.name
+    if "cursorDiskKV" in tables:
+        yield from _composer_lines(con)
+    if "ItemTable" in tables:
+        yield from _item_lines(con, scope)
+
+
+def _kv(con: sqlite3.Connection, key: str):
+    row = con.execute("select value from cursorDiskKV where key = ?", (key,)).fetchone()
+    return None if row is None else row[0]
+
+
+def _key_range(prefix: str) -> tuple[str, str]:
+    return prefix, prefix[:-1] + chr(ord(prefix[-1]) + 1)
+
+
+def _composer_lines(con: sqlite3.Connection) -> Iterator[bytes]:
+    """Each composer, then its bubbles in turn order, then its bubbles no header names; last,
+    bubbles whose composer row is gone. Rows are read one at a time."""
+    seen: set[str] = set()
+    lo, hi = _key_range("composerData:")
+    rows = con.execute(
+        "select key, value from cursorDiskKV where key >= ? and key < ? and value is not null order by key",
+        (lo, hi),
+    )
+    for key, raw in rows:
+        key = _s(key)
+        cid = key[len("composerData:"):]
+        seen.add(cid)
+        raw = _as_text(raw)
+        try:
+            value = _parse(raw)
+        except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+            yield _malformed(f"cursorDiskKV[{key}]", raw, str(exc))
+            yield from _bubble_lines(con, cid, [], {})
+            continue
+        composer = value if isinstance(value, dict) else {}
+        inline = composer.get("conversation")
+        inline = inline if isinstance(inline, list) else []
+        info = composer.get("subagentInfo")
+        parent = info.get("parentComposerId") if isinstance(info, dict) else None
+        ctx = {"composerCreatedAt": composer.get("createdAt"),
+               "parentComposerId": parent if isinstance(parent, str) else None}
+        env = {"_src": "vscdb", "_table": "cursorDiskKV", "_key": key, "_type": "composer",
+               "composerId": cid, "inlineBubbles": len(inline)}
+        if inline:
+            # the inline bubbles become lines of their own; the composer line keeps the rest
+            rest = {k: v for k, v in composer.items() if k != "conversation"}
+            yield _line(env, _dump(rest))
+            for i, bubble in enumerate(inline):
+                bid = bubble.get("bubbleId") if isinstance(bubble, dict) else None
+                yield _line({"_src": "vscdb", "_table": "cursorDiskKV", "_key": key, "_type": "bubble",
+                             "composerId": cid, "bubbleId": bid, "seq": i, "inline": True, **ctx},
+                            _dump(bubble))
+        else:
+            yield _line(env, raw)
+        headers = composer.get("fullConversationHeadersOnly")
+        order = [h.get("bubbleId") for h in headers if isinstance(h, dict) and isinstance(h.get("bubbleId"), str)] \
+            if isinstance(headers, list) else []
+        yield from _bubble_lines(con, cid, order, ctx)
+    # bubbles of composers that have no composerData row (deleted or never written)
+    lo, hi = _key_range("bubbleId:")
+    current = None
+    for (key,) in con.execute("select key from cursorDiskKV where key >= ? and key < ? order by key", (lo, hi)):
+        parts = _s(key).split(":", 2)
+        cid = parts[1] if len(parts) == 3 else ""
+        if cid in seen or cid == current:
+            continue
+        current = cid
+        yield from _bubble_lines(con, cid, [], {})
+
+
+def _bubble_lines(con: sqlite3.Connection, cid: str, order: list[str], ctx: dict) -> Iterator[bytes]:
+    done: set[str] = set()
+    for i, bid in enumerate(order):
+        if bid in done:
+            continue
+        key = f"bubbleId:{cid}:{bid}"
+        raw = _kv(con, key)
+        if raw is None:
+            continue
+        done.add(bid)
+        yield _bubble_line(key, cid, bid, i, raw, ctx)
+    lo, hi = _key_range(f"bubbleId:{cid}:")
+    keys = [_s(k) for (k,) in con.execute(
+        "select key from cursorDiskKV where key >= ? and key < ? order by key", (lo, hi))]
+    for key in keys:
+        bid = key[len(lo):]
+        if bid in done:
+            continue
+        raw = _kv(con, key)
+        if raw is None:
+            continue
+        yield _bubble_line(key, cid, bid, None, raw, ctx)
+
+
+def _bubble_line(key: str, cid: str, bid: str, seq: int | None, raw, ctx: dict) -> bytes:
+    raw = _as_text(raw)
+    try:
+        _parse(raw)
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+        return _malformed(f"cursorDiskKV[{key}]", raw, str(exc))
+    env = {"_src": "vscdb", "_table": "cursorDiskKV", "_key": key, "_type": "bubble",
+           "composerId": cid, "bubbleId": bid, "seq": seq, "inline": False, **ctx}
+    return _line(env, raw)
+
+
+def _item_lines(con: sqlite3.Connection, scope: str) -> Iterator[bytes]:
+    marks = ", ".join("?" for _ in ITEM_KEYS)
+    rows = con.execute(
+        f"select key, value from ItemTable where key in ({marks}) and value is not null order by key", ITEM_KEYS)
+    for key, raw in rows:
+        key = _s(key)
+        raw = _as_text(raw)
+        try:
+            value = _parse(raw)
+        except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+            yield _malformed(f"ItemTable[{key}]", raw, str(exc))
+            continue
+        base = {"_src": "vscdb", "_table": "ItemTable", "_key": key, "scope": scope}
+        if key == "workbench.panel.aichat.view.aichat.chatdata":
+            tabs = value.get("tabs") if isinstance(value, dict) else None
+            for t, tab in enumerate(tabs if isinstance(tabs, list) else []):
+                if not isinstance(tab, dict):
+                    continue
+                tab_id = tab.get("tabId") or f"aichat:{scope}:{t}"
+                bubbles = tab.get("bubbles")
+                bubbles = bubbles if isinstance(bubbles, list) else []
+                rest = {k: v for k, v in tab.items() if k != "bubbles"}
+                yield _line({**base, "_type": "aichat_tab", "tabId": tab_id, "seq": t,
+                             "bubbleCount": len(bubbles)}, _dump(rest))
+                for i, bubble in enumerate(bubbles):
+                    yield _line({**base, "_type": "aichat_bubble", "tabId": tab_id, "seq": i,
+                                 "tabLastSendTime": tab.get("lastSendTime")}, _dump(bubble))
+        elif key in ("aiService.prompts", "aiService.generations"):
+            kind = "prompt_history" if key == "aiService.prompts" else "generation_history"
+            for i, entry in enumerate(value if isinstance(value, list) else [value]):
+                yield _line({**base, "_type": kind, "seq": i}, _dump(entry))
+        else:  # composer.composerData: the composers this workspace lists
+            listed = value.get("allComposers") if isinstance(value, dict) else None
+            for i, entry in enumerate(listed if isinstance(listed, list) else []):
+                cid = entry.get("composerId") if isinstance(entry, dict) else None
+                if isinstance(cid, str):
+                    yield _line({**base, "_type": "composer_index", "composerId": cid, "seq": i}, _dump(entry))
