@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from convarch.etl.errors import Busy, ConvarchError, UsageError
+from convarch.etl.layout import replace_durably
 
 FORMAT = 1
 MANIFEST = "_convarch_export.json"
@@ -160,13 +161,5 @@ def write_if_changed(path: Path, body: bytes, tmp: Path) -> bool:
             return False
     except FileNotFoundError:
         pass
-    staged = tmp / f"{path.name}.new"
-    fd = os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        os.write(fd, body)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.chmod(staged, 0o600)
-    os.replace(staged, path)
+    replace_durably(path, body, tmp / f"{path.name}.new")
     return True

@@ -57,3 +57,16 @@ class Layout:
 
 def make_private(path: Path) -> None:
     os.chmod(path, 0o600)
+
+
+def replace_durably(path: Path, body: bytes, staged: Path) -> None:
+    """Write `body` to `staged` (0600), flush it to disk, then rename it over `path`: a reader
+    sees the old file or the new one whole, never a part, even after a crash."""
+    fd = os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.write(fd, body)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    make_private(staged)
+    os.replace(staged, path)

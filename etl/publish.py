@@ -19,7 +19,7 @@ from convarch import sql
 from convarch.sql import docs
 from convarch.adapters import claude_code
 from convarch.etl.duck import connect, sql_literal
-from convarch.etl.layout import Layout, make_private
+from convarch.etl.layout import Layout, make_private, replace_durably
 from convarch.etl.chains import CHAIN_VIEWS, MATERIALIZED, define_chain_views
 from convarch.etl.load import QUARANTINE_SCHEMA
 
@@ -142,14 +142,7 @@ def publish(layout: Layout, state: duckdb.DuckDBPyConnection, run_id: int) -> No
 
 def write_manifest(layout: Layout, run_id: int, files: dict[str, list[str]]) -> None:
     body = json.dumps({"format": 1, "data_run_id": run_id, "files": files}, indent=1).encode()
-    tmp = layout.manifest.with_suffix(".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        os.write(fd, body)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, layout.manifest)
+    replace_durably(layout.manifest, body, layout.manifest.with_suffix(".tmp"))
 
 
 def read_manifest(layout: Layout) -> dict | None:
