@@ -174,8 +174,7 @@ def read_file(p: Planned, writer: BatchWriter, snapdir: Path, result: UnitResult
         def transform(line: str) -> str:
             return redact_json_line(line, redactor)
 
-    for batch in split_snapshot(dest, file_id, s.start, lines_read + 1, keep_offsets=p.file.container == "jsonl",
-                                transform=transform):
+    for batch in split_snapshot(dest, file_id, s.start, lines_read + 1, transform=transform):
         writer.add(ctx, batch.table, batch.bad, batch.nbytes)
         lines_read += batch.lines
         if writer.pending_bytes >= FLUSH_BYTES:

@@ -6,6 +6,7 @@ UTF-8 never reach the parser: they are set aside for quarantine with their bytes
 """
 from __future__ import annotations
 
+import mmap
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,33 +40,52 @@ class LineBatch:
 
 
 def split_snapshot(
-    path: Path, file_id: int, start_offset: int, first_line_no: int, *, keep_offsets: bool = True,
+    path: Path, file_id: int, start_offset: int, first_line_no: int, *,
     transform: Callable[[str], str] | None = None,
 ) -> Iterator[LineBatch]:
     """Yield batches of complete lines from a snapshot that begins at `start_offset` of the
-    original and whose first line is physical line `first_line_no`."""
-    line_no = first_line_no
-    offset = start_offset
+    original and whose first line is physical line `first_line_no`.
+
+    The snapshot (our own private copy, never the live file: a live file cut short under a
+    mapping would kill the process) is memory-mapped and handed to Arrow without a copy, so
+    the bytes are copied once, by the cut itself, instead of by every read, join and slice."""
+    size = path.stat().st_size
+    if size == 0:
+        return
     with open(path, "rb") as fh:
-        carry = b""
-        while True:
-            chunk = fh.read(READ_CHUNK)
-            if not chunk and not carry:
-                return
-            data = carry + chunk
-            cut = data.rfind(b"\n") if chunk else len(data) - 1
+        mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    try:
+        yield from _cut(mm, size, file_id, start_offset, first_line_no, transform)
+    finally:
+        try:
+            mm.close()
+        except BufferError:     # a batch abandoned mid-way still holds a view; the GC unmaps it
+            pass
+
+
+def _cut(mm: mmap.mmap, size: int, file_id: int, offset: int, line_no: int,
+         transform: Callable[[str], str] | None) -> Iterator[LineBatch]:
+    data = pa.py_buffer(mm)
+    pos = released = 0
+    while pos < size:
+        end = pos + READ_CHUNK
+        cut = mm.rfind(b"\n", pos, end) if end < size else size - 1
+        if cut < 0:                       # a line longer than a chunk: read on to its end
+            cut = mm.find(b"\n", end)
             if cut < 0:
-                carry = data
-                continue
-            body, carry = data[: cut + 1], data[cut + 1 :]
-            split = _split_fast if transform is None else None
-            done = split(body, file_id, line_no, offset) if split else None
-            batch, line_no, offset = done or _split(body, file_id, line_no, offset, transform)
-            if not keep_offsets:      # a compacted document: its bytes are not the original's
-                batch.nbytes = len(body)
-            yield batch
-            if not chunk:
-                return
+                cut = size - 1
+        body = data.slice(pos, cut + 1 - pos)
+        pos = cut + 1
+        done = _split_fast(body, file_id, line_no, offset) if transform is None else None
+        batch, line_no, offset = done or _split(body.to_pybytes(), file_id, line_no, offset, transform)
+        del body
+        yield batch
+        # the pages read so far are dropped from this process (they stay cached), so a big
+        # snapshot does not count against its memory as it is read
+        upto = pos - pos % mmap.PAGESIZE
+        if upto > released and hasattr(mm, "madvise") and hasattr(mmap, "MADV_DONTNEED"):
+            mm.madvise(mmap.MADV_DONTNEED, released, upto - released)
+            released = upto
 
 
 def _split(body: bytes, file_id: int, line_no: int, offset: int,
@@ -102,14 +122,17 @@ def _split(body: bytes, file_id: int, line_no: int, offset: int,
     return LineBatch(table, bad, lines=len(parts), nbytes=len(body)), line_no, offset
 
 
-def _split_fast(body: bytes, file_id: int, line_no: int, offset: int) -> tuple[LineBatch, int, int] | None:
+def _split_fast(body: bytes | pa.Buffer, file_id: int, line_no: int, offset: int) -> tuple[LineBatch, int, int] | None:
     """The same cut done by Arrow's C++ kernels, which release the GIL so workers split in
     parallel. Returns None when the careful path is needed: a BOM at the start of the file, or
     bytes that are not UTF-8 (the careful path names each bad line)."""
-    if offset == 0 and body.startswith(BOM):
+    body = pa.py_buffer(body) if isinstance(body, bytes) else body
+    size = body.size
+    if offset == 0 and size >= len(BOM) and body.slice(0, len(BOM)).equals(pa.py_buffer(BOM)):
         return None
-    parts = pc.split_pattern(pa.array([body], pa.binary()), b"\n").values
-    if len(parts) and body.endswith(b"\n"):
+    whole = pa.Array.from_buffers(pa.binary(), 1, [None, pa.array([0, size], pa.int32()).buffers()[1], body])
+    parts = pc.split_pattern(whole, b"\n").values
+    if len(parts) and size and body.slice(size - 1, 1).equals(pa.py_buffer(b"\n")):
         parts = parts.slice(0, len(parts) - 1)
     n = len(parts)
     try:
@@ -127,6 +150,8 @@ def _split_fast(body: bytes, file_id: int, line_no: int, offset: int) -> tuple[L
     table = pa.table(
         [pa.repeat(file_id, n).cast(pa.int64()), numbers.cast(pa.int64()), starts.cast(pa.int64()), text],
         schema=LINES_SCHEMA,
-    ).filter(keep)
+    )
+    if not pc.all(keep).as_py():     # blank lines, rare: a filter copies every line
+        table = table.filter(keep)
     end = offset + (ends[n - 1].as_py() if n else 0)
-    return LineBatch(table, [], lines=n, nbytes=len(body)), line_no + n, end
+    return LineBatch(table, [], lines=n, nbytes=size), line_no + n, end

@@ -7,10 +7,12 @@ file is proportional to what is new.
 """
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
 import stat
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -114,31 +116,29 @@ def _hash(data: bytes) -> str:
 
 
 def snapshot_lines(path: Path, start: int, dest: Path) -> Snapshot:
-    """Copy [start, last newline) of `path` into `dest` (0600)."""
+    """Copy [start, last newline) of `path` into `dest` (0600).
+
+    The end is found first, by reading back from the size the file has now; the bytes before it
+    are then copied by the kernel (copy_file_range, else sendfile), which neither copies them
+    through this process nor reads a line twice. A file cut short meanwhile makes the kernel
+    copy fall short, and the careful copy below then redoes it chunk by chunk."""
     fd = _open_readonly(path)
     try:
         size = os.fstat(fd).st_size
-        end = start
+        end = _last_line_end(fd, start, size)
         out = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         try:
-            pos = start
-            pending = bytearray()
-            while pos < size:
-                chunk = os.pread(fd, min(CHUNK, size - pos), pos)
-                if not chunk:
-                    break
-                pos += len(chunk)
-                pending += chunk
-                cut = pending.rfind(b"\n")
-                if cut >= 0:
-                    os.write(out, pending[: cut + 1])
-                    end += cut + 1
-                    del pending[: cut + 1]
-            size = pos
-            if pending and _is_json_object(bytes(pending)):
-                # a complete record that merely lacks its final newline: take it whole
-                os.write(out, bytes(pending) + b"\n")
-                end += len(pending)
+            if _kernel_copy(fd, out, start, end - start):
+                tail = os.pread(fd, size - end, end) if size > end else b""
+                size = end + len(tail)
+                if tail and _is_json_object(tail):
+                    # a complete record that merely lacks its final newline: take it whole
+                    os.write(out, tail + b"\n")
+                    end += len(tail)
+            else:
+                os.ftruncate(out, 0)
+                os.lseek(out, 0, os.SEEK_SET)
+                end, size = _copy_lines(fd, out, start, size)
         finally:
             os.close(out)
         head_len = min(HEAD_LEN, end)
@@ -146,6 +146,82 @@ def snapshot_lines(path: Path, start: int, dest: Path) -> Snapshot:
     finally:
         os.close(fd)
     return Snapshot(dest, start, end, size, head_len, _hash(head))
+
+
+def _last_line_end(fd: int, start: int, size: int) -> int:
+    """The offset just past the last newline in [start, size), or `start` if there is none."""
+    pos = size
+    while pos > start:
+        n = min(CHUNK, pos - start)
+        block = os.pread(fd, n, pos - n)
+        cut = block.rfind(b"\n")
+        if cut >= 0:
+            return pos - n + cut + 1
+        if len(block) < n:          # cut short while being read: let the careful copy decide
+            return pos
+        pos -= n
+    return start
+
+
+def _kernel_copy(src: int, dst: int, offset: int, count: int) -> bool:
+    """Copy `count` bytes of `src` from `offset` to the end of `dst` inside the kernel. False
+    when the source ended early (it was truncated meanwhile)."""
+    done = 0
+    for copy in (_copy_file_range, _sendfile, _read_write):
+        try:
+            while done < count:
+                n = copy(src, dst, offset + done, count - done)
+                if n == 0:
+                    return False
+                done += n
+            return True
+        except OSError as exc:
+            if exc.errno not in _NOT_SUPPORTED or done:
+                raise
+    return False
+
+
+def _copy_file_range(src: int, dst: int, offset: int, count: int) -> int:
+    if not hasattr(os, "copy_file_range"):
+        raise OSError(errno.ENOSYS, "copy_file_range")
+    return os.copy_file_range(src, dst, count, offset)
+
+
+def _sendfile(src: int, dst: int, offset: int, count: int) -> int:
+    if not sys.platform.startswith("linux"):          # elsewhere it only writes to sockets
+        raise OSError(errno.ENOSYS, "sendfile")
+    return os.sendfile(dst, src, offset, min(count, 1 << 30))
+
+
+def _read_write(src: int, dst: int, offset: int, count: int) -> int:
+    chunk = os.pread(src, min(CHUNK, count), offset)
+    if chunk:
+        os.write(dst, chunk)
+    return len(chunk)
+
+
+_NOT_SUPPORTED = {errno.ENOSYS, errno.EXDEV, errno.EINVAL, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EBADF}
+
+
+def _copy_lines(fd: int, out: int, start: int, size: int) -> tuple[int, int]:
+    """Copy the complete lines of [start, size) chunk by chunk; returns (end, size read)."""
+    end = pos = start
+    pending = bytearray()
+    while pos < size:
+        chunk = os.pread(fd, min(CHUNK, size - pos), pos)
+        if not chunk:
+            break
+        pos += len(chunk)
+        pending += chunk
+        cut = pending.rfind(b"\n")
+        if cut >= 0:
+            os.write(out, pending[: cut + 1])
+            end += cut + 1
+            del pending[: cut + 1]
+    if pending and _is_json_object(bytes(pending)):
+        os.write(out, bytes(pending) + b"\n")
+        end += len(pending)
+    return end, pos
 
 
 SQLITE_SIDECARS = ("-wal", "-journal")

@@ -2,6 +2,8 @@
 agrees with the careful Python one byte for byte."""
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -107,3 +109,49 @@ def test_arrow_cut_matches_the_python_cut(parts, newline_at_end, offset, first):
     assert (no, off, batch.lines, batch.nbytes) == (slow_no, slow_off, slow.lines, slow.nbytes)
     assert batch.table.to_pylist() == slow.table.to_pylist()
     assert not slow.bad
+
+
+@settings(max_examples=150, deadline=None)
+@given(parts=st.lists(LINE | st.binary(min_size=20, max_size=60).map(lambda b: b.replace(b"\n", b"x")), max_size=14),
+       newline_at_end=st.booleans(), chunk=st.sampled_from([1, 7, 16, 64]))
+def test_cutting_a_snapshot_in_chunks_changes_nothing(tmp_path_factory, parts, newline_at_end, chunk):
+    """Chunks end at a line's end whatever their size, lines longer than a chunk included: the
+    same lines, numbers, offsets and bad lines as one cut of the whole file."""
+    body = b"\n".join(parts) + (b"\n" if newline_at_end else b"")
+    path = tmp_path_factory.mktemp("cut") / "snap.jsonl"
+    path.write_bytes(body)
+    whole, _, _ = lines._split(body, 3, 5, 100)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(lines, "READ_CHUNK", chunk)
+        batches = list(lines.split_snapshot(path, 3, 100, 5))
+    got = [r for b in batches for r in b.table.to_pylist()]
+    assert got == whole.table.to_pylist()
+    assert [(b.line_no, b.byte_offset, b.raw) for bt in batches for b in bt.bad] == \
+        [(b.line_no, b.byte_offset, b.raw) for b in whole.bad]
+    assert sum(b.nbytes for b in batches) == len(body)
+    assert sum(b.lines for b in batches) == whole.lines
+    if body and chunk < len(body) and b"\n" in body[:-1]:
+        assert len(batches) > 1
+
+
+def test_cutting_a_big_snapshot_keeps_memory_to_a_few_chunks(tmp_path):
+    """The snapshot is mapped, not read; the pages already cut are handed back, so a file far
+    bigger than a batch does not count against the process's memory as it is read."""
+    big = tmp_path / "big.jsonl"
+    line = b'{"type":"user","pad":"' + b"y" * 4000 + b'"}\n'
+    with open(big, "wb") as fh:
+        for _ in range(64):
+            fh.write(line * 1024)                  # 256 MB
+    script = (
+        "import resource, sys\n"
+        "from pathlib import Path\n"
+        "from convarch.etl import lines\n"
+        "lines.READ_CHUNK = 16 << 20\n"
+        "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "n = sum(b.table.num_rows for b in lines.split_snapshot(Path(sys.argv[1]), 1, 0, 1))\n"
+        "print(n, (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) // 1024)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script, str(big)], capture_output=True, text=True, check=True)
+    rows, grown_mb = map(int, out.stdout.split())
+    assert rows == 64 * 1024
+    assert grown_mb < 128, f"peak memory grew by {grown_mb} MB reading a 256 MB snapshot"

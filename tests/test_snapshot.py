@@ -1,10 +1,13 @@
 """Snapshots copy only what is safe to read and never disturb the original."""
 from __future__ import annotations
 
+import errno
 import os
 import sqlite3
 import subprocess
 import sys
+
+import pytest
 
 from convarch.etl import snapshot as snap
 from conftest import tree_fingerprint
@@ -19,6 +22,34 @@ def test_lines_snapshot_stops_at_last_complete_line(tmp_path):
     s2 = snap.snapshot_lines(src, 8, tmp_path / "copy2")
     assert (tmp_path / "copy2").read_bytes() == b'{"b":2}\n'
     assert oct(os.stat(tmp_path / "copy").st_mode & 0o777) == "0o600"
+
+
+@pytest.mark.parametrize("kernel", ["copy_file_range", "sendfile", "neither", "cut short"])
+def test_lines_snapshot_is_the_same_however_the_bytes_are_copied(tmp_path, monkeypatch, kernel):
+    """The kernel copy, each fallback and the careful chunked copy (taken when the source ends
+    early, i.e. was truncated meanwhile) give the same bytes and the same watermark."""
+    body = b"".join(b'{"n":%d,"pad":"%s"}\n' % (i, b"x" * (i * 37 % 900)) for i in range(400))
+    src = tmp_path / "a.jsonl"
+    src.write_bytes(b'{"head":1}\n' + body + b'{"last":true}')      # a final record without newline
+    monkeypatch.setattr(snap, "CHUNK", 4096)
+    unsupported = OSError(errno.EXDEV, "cross-device")
+    calls = []
+
+    def refuse(*a):
+        calls.append("refused")
+        raise unsupported
+
+    if kernel in ("sendfile", "neither"):
+        monkeypatch.setattr(snap, "_copy_file_range", refuse)
+    if kernel == "neither":
+        monkeypatch.setattr(snap, "_sendfile", refuse)
+    if kernel == "cut short":
+        monkeypatch.setattr(snap, "_copy_file_range", lambda *a: calls.append("short") or 0)
+    s = snap.snapshot_lines(src, 11, tmp_path / "copy")
+    assert (tmp_path / "copy").read_bytes() == body + b'{"last":true}\n'
+    assert (s.start, s.end, s.size) == (11, src.stat().st_size, src.stat().st_size)
+    assert calls == {"copy_file_range": [], "sendfile": ["refused"], "neither": ["refused"] * 2,
+                     "cut short": ["short"]}[kernel]
 
 
 def test_sqlite_family_copy_sees_wal_commits_and_leaves_source_alone(tmp_path):
