@@ -3,20 +3,18 @@
 -- parameters: $terms (list of query terms), $fields (['message'] or ['message', 'tool']),
 --             $source, $cwd, $since, $until, $role (each may be null), $phrases (texts every
 --             hit must contain, case-insensitive; may be empty), $limit
-with query_terms as (
-    select distinct unnest($terms::varchar[]) as term
-),
-
-corpus as (
+with corpus as (
     select count(*) as n_docs, avg(length) as avg_length
     from search_docs
     where list_contains($fields::varchar[], field)
 ),
 
 hits as (
+    -- a list of constants, not a join: the scan itself then skips every posting of another
+    -- term (and any row group whose terms all sort outside the list)
     select p.*
     from search_postings as p
-    where p.term in (select term from query_terms)
+    where list_contains($terms::varchar[], p.term)
         and list_contains($fields::varchar[], p.field)
         and ($source is null or p.source = $source)
 ),
