@@ -76,12 +76,18 @@ class PartitionFiles:
         rows = _keep_json(rel.to_arrow_table(), [str(t) for t in rel.types])
         if rows.num_rows == 0:
             return []
-        keys = rows.select(list(PARTITION_COLUMNS)).group_by(list(PARTITION_COLUMNS)).aggregate([])
+        order = [(c, "ascending") for c in PARTITION_COLUMNS]
+        keys = rows.select(list(PARTITION_COLUMNS)).group_by(list(PARTITION_COLUMNS)).aggregate(
+            [([], "count_all")]).sort_by(order)
+        if keys.num_rows > 1:
+            # one stable sort by partition and a slice each: a filter per partition copied the
+            # batch once per month it spans, and batches span several
+            rows = rows.take(pc.sort_indices(rows, order))
         out: list[RowGroup] = []
-        for source, month in zip(keys["source"].to_pylist(), keys["month"].to_pylist()):
-            part = rows if keys.num_rows == 1 else rows.filter(
-                pc.and_(pc.equal(rows["source"], source), pc.equal(rows["month"], month)))
-            part = part.drop_columns(list(PARTITION_COLUMNS))
+        start = 0
+        for source, month, n in zip(*(keys[c].to_pylist() for c in (*PARTITION_COLUMNS, "count_all"))):
+            part = rows.slice(start, n).drop_columns(list(PARTITION_COLUMNS))
+            start += n
             f = self._file(table, source, month, part.schema)
             f.writer.write_table(part, row_group_size=max(part.num_rows, 1))
             out.append(RowGroup(table, f.path, f.groups, source, month, f.rows, part.num_rows))

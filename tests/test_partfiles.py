@@ -87,3 +87,31 @@ def test_a_worker_never_holds_more_than_its_open_file_limit(tmp_path, monkeypatc
     assert peak["n"] == 1
     assert len(data_files(tight, "records")) > len(data_files(roomy, "records"))
     assert snapshot_of(tight) == snapshot_of(roomy)
+
+
+def test_a_batch_over_several_months_puts_each_row_in_its_own_month_in_order(tmp_path):
+    """Rows are split by one sort and a slice per partition: every row lands in its own
+    (source, month) file, in the order the batch had it, and each row group names its rows."""
+    import duckdb
+
+    con = duckdb.connect()
+    months = ["2025-03", "2025-01", "2025-03", "2025-02", "2025-01", "2025-03"]
+    sources = ["a", "a", "b", "a", "b", "a"]
+    con.execute("create table batch as select * from (values " + ", ".join(
+        f"({i}, '{s}', '{m}', '{{\"i\": {i}}}'::json)" for i, (s, m) in enumerate(zip(sources, months))
+    ) + ") t(n, source, month, doc)")
+    files = partfiles.PartitionFiles(1, tmp_path, 0)
+    first = files.write(con, "t", "select * from batch")
+    second = files.write(con, "t", "select n + 100 as n, source, month, doc from batch")
+    files.close()
+    got: dict[tuple[str, str], list[int]] = {}
+    for g in first + second:
+        table = pq.ParquetFile(g.path).read()
+        assert table.schema.field("doc").type.extension_name == "arrow.json"
+        got.setdefault((g.source, g.month), []).extend(table["n"].to_pylist()[g.first_row:g.first_row + g.rows])
+    expect: dict[tuple[str, str], list[int]] = {}
+    for base in (0, 100):
+        for i, (s, m) in enumerate(zip(sources, months)):
+            expect.setdefault((s, m), []).append(base + i)
+    assert got == expect
+    assert {(g.source, g.month) for g in first} == set(expect)
