@@ -108,6 +108,9 @@ def publish(layout: Layout, state: duckdb.DuckDBPyConnection, run_id: int) -> No
     con = connect(tmp)
     con.execute("set parquet_metadata_cache = true")   # every view binds over every lake file again
     try:
+        # one transaction: each view and column comment committed alone paid its own commit
+        # (the comments took 0.20 s of a 0.97 s publish of the 1 GB bench warehouse)
+        con.execute("begin transaction")
         con.register("sf", source_files)
         con.register("runs", ingest_runs)
         con.execute("create table source_files as select * from sf")
@@ -132,6 +135,7 @@ def publish(layout: Layout, state: duckdb.DuckDBPyConnection, run_id: int) -> No
             if g := docs.grain(text):
                 con.execute(f"comment on {kind} {view} is {sql_literal(g)}")
             docs.apply_comments(con, view, text)
+        con.execute("commit")
         con.execute("checkpoint")
     finally:
         con.close()

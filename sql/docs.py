@@ -113,9 +113,10 @@ def apply_comments(con: duckdb.DuckDBPyConnection, view: str, sql_text: str | No
     present = {r[0] for r in con.execute(
         "select column_name from duckdb_columns() where table_name = ? and schema_name = 'main'", [view]
     ).fetchall()}
-    for name, desc in column_comments(text).items():
-        if name in present:
-            con.execute(f'comment on column {view}."{name}" is {_literal(desc)}')
+    statements = [f'comment on column {view}."{name}" is {_literal(desc)}'
+                  for name, desc in column_comments(text).items() if name in present]
+    if statements:
+        con.execute(";\n".join(statements))
 
 
 def describe(con: duckdb.DuckDBPyConnection, views: tuple[str, ...] | None = None) -> list[View]:
