@@ -19,6 +19,7 @@ import duckdb
 import pyarrow as pa
 
 from convarch.adapters.base import SourceFile
+from convarch.etl import session_parts
 from convarch.etl import snapshot as snap
 from convarch.etl.layout import Layout
 from convarch.etl.extract import Planned, extract, index, reason
@@ -136,6 +137,8 @@ def _ingest(layout, targets, on_plan, progress, wait_seconds, redact, n_workers)
             t_index = time.monotonic()
             written += index(workers, staging / "index", batches, run_id, seeds)
             summary.index_seconds = time.monotonic() - t_index
+            if session_parts.missing(state):
+                written += session_parts.backfill(layout, state, staging / "parts", run_id)
             _move_into_lake(layout, staging, written)
             chain_written, summary.chain_seconds = materialize(
                 layout, state, run_id, [(u["file_id"], u["epoch"], u["source"]) for u in updates], written, staging,

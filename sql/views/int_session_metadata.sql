@@ -1,37 +1,33 @@
 -- grain: one row per session that wrote metadata records; for each kind the last writer in
 -- file order wins, and an empty string clears the value (as Claude Code restores them)
-with metadata as (
-    select
-        source,
-        session_id,
-        record_type,
-        file_id,
-        line_no,
-        json(metadata_raw) as j,
-        text
-    from stg_records
-    where kind = 'metadata'
+with parts as (
+    -- the last value of each kind that each loading batch's records of a file set
+    -- (sql/extract/session_parts.sql), of the current version of each file
+    select parts.*
+    from lake_session_parts as parts
+    join int_current_files as current_files
+        on current_files.file_id = parts.file_id
+        and current_files.epoch = parts.file_epoch
+    where parts.metadata_records > 0
 ),
 
 last_values as (
     select
         source,
         session_id,
-        arg_max(j ->> 'customTitle', (file_id, line_no)) filter (record_type = 'custom-title') as custom_title,
-        arg_max(j ->> 'aiTitle', (file_id, line_no)) filter (record_type = 'ai-title') as ai_title,
-        arg_max(j ->> 'summary', (file_id, line_no)) filter (record_type = 'summary') as summary,
-        arg_max(j ->> 'tag', (file_id, line_no)) filter (record_type = 'tag') as tag,
-        arg_max(j ->> 'agentName', (file_id, line_no)) filter (record_type = 'agent-name') as agent_name,
-        arg_max(j ->> 'mode', (file_id, line_no)) filter (record_type = 'mode') as mode,
-        arg_max(j ->> 'prUrl', (file_id, line_no)) filter (record_type = 'pr-link') as pr_url,
-        arg_max(j -> 'worktreeSession', (file_id, line_no)) filter (record_type = 'worktree-state') as worktree_state,
-        arg_max(j ->> 'lastPrompt', (file_id, line_no)) filter (record_type = 'last-prompt') as last_prompt,
-        arg_max(j ->> 'agentType', (file_id, line_no)) filter (record_type = 'agent-meta') as agent_type,
-        arg_max(j ->> 'description', (file_id, line_no)) filter (record_type = 'agent-meta') as agent_description,
-        -- other sources: a metadata record carries the session's title, if any, in `text`
-        arg_max(nullif(trim(text), ''), (file_id, line_no))
-            filter (source <> 'claude_code' and nullif(trim(text), '') is not null) as source_title
-    from metadata
+        arg_max(custom_title, (file_id, custom_title_line)) as custom_title,
+        arg_max(ai_title, (file_id, ai_title_line)) as ai_title,
+        arg_max(summary, (file_id, summary_line)) as summary,
+        arg_max(tag, (file_id, tag_line)) as tag,
+        arg_max(agent_name, (file_id, agent_name_line)) as agent_name,
+        arg_max(mode, (file_id, mode_line)) as mode,
+        arg_max(pr_url, (file_id, pr_url_line)) as pr_url,
+        arg_max(worktree_state, (file_id, worktree_state_line)) as worktree_state,
+        arg_max(last_prompt, (file_id, last_prompt_line)) as last_prompt,
+        arg_max(agent_type, (file_id, agent_type_line)) as agent_type,
+        arg_max(agent_description, (file_id, agent_description_line)) as agent_description,
+        arg_max(source_title, (file_id, source_title_line)) as source_title
+    from parts
     group by source, session_id
 ),
 

@@ -1,0 +1,49 @@
+"""Each session's facts per file and loading batch (sql/extract/session_parts.sql), which the
+sessions table combines instead of aggregating every record at each publish.
+
+Loading writes them with every batch. A warehouse loaded before they existed has records but
+no parts; its first ingest with this version derives them once from the records in the lake.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+
+from convarch import sql
+from convarch.etl.duck import connect, sql_literal
+from convarch.etl.layout import Layout
+from convarch.etl.load import Written
+from convarch.etl.partfiles import PartitionFiles
+
+
+def missing(state: duckdb.DuckDBPyConnection) -> bool:
+    """True when the archive holds records but not a single part: loaded by an older version."""
+    return state.execute(
+        "select count(*) filter (table_name = 'records') > 0 and count(*) filter (table_name = 'session_parts') = 0 "
+        "from data_files where retired_run_id is null"
+    ).fetchone()[0]
+
+
+def backfill(layout: Layout, state: duckdb.DuckDBPyConnection, staging: Path, run_id: int) -> list[Written]:
+    """The parts of every record already in the lake (every epoch: the views keep the current
+    one), written under `staging` for the run to register with its own files."""
+    paths = [layout.lake / p for (p,) in state.execute(
+        "select path from data_files where table_name = 'records' and retired_run_id is null order by path"
+    ).fetchall()]
+    con = connect()
+    try:
+        listed = ", ".join(sql_literal(str(p)) for p in paths)
+        con.execute(
+            f"create temp view records_batch as select * from read_parquet([{listed}], hive_partitioning = true, "
+            "hive_types = {'source': 'VARCHAR', 'month': 'VARCHAR'}, union_by_name = true)"
+        )
+        files = PartitionFiles(run_id, staging, 0, "p")
+        try:
+            files.write(con, "session_parts", sql.read("extract/session_parts"))
+        except BaseException:
+            files.abandon()
+            raise
+        return files.close()
+    finally:
+        con.close()
