@@ -132,13 +132,15 @@ def _ingest(layout, targets, on_plan, progress, wait_seconds, redact, n_workers)
         workers = Workers(n_workers or default_workers(), staging / "spill")
         try:
             written, updates, sessions, batches = extract(staging, run_id, state, changed, summary, progress, workers)
+            loaded = [w.staged for w in written if w.table_name == "records"]
+            if session_parts.missing(state):
+                loaded += session_parts.lake_records(layout, state)
+            written += session_parts.derive(loaded, staging / "parts", run_id)
             summary.extract_seconds = time.monotonic() - t0
             seeds = ensure_seeds(layout)
             t_index = time.monotonic()
             written += index(workers, staging / "index", batches, run_id, seeds)
             summary.index_seconds = time.monotonic() - t_index
-            if session_parts.missing(state):
-                written += session_parts.backfill(layout, state, staging / "parts", run_id)
             _move_into_lake(layout, staging, written)
             chain_written, summary.chain_seconds = materialize(
                 layout, state, run_id, [(u["file_id"], u["epoch"], u["source"]) for u in updates], written, staging,

@@ -1,6 +1,6 @@
 """Turn batches of lines into Parquet: parse and normalize them with the adapter's SQL, write
-records, blocks and each session's facts over the batch (as row groups of the worker's open
-files, etl/partfiles.py) and quarantine, partitioned by source and month.
+records and blocks (as row groups of the worker's open files, etl/partfiles.py) and
+quarantine, partitioned by source and month.
 
 Files are written under the run's staging folder and only later moved into the lake and
 registered in one state transaction, so a crash leaves nothing a reader can see.
@@ -135,7 +135,6 @@ class BatchWriter:
             )
             groups += self.parts.write(con, "records", sql.read("extract/stored_records"))
             groups += self.parts.write(con, "blocks", "select * from blocks_batch")
-            groups += self.parts.write(con, "session_parts", sql.read("extract/session_parts"))
             con.unregister("lines")
             con.unregister("lines_all")
             con.unregister("batch_files")

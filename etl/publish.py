@@ -55,6 +55,7 @@ def seed_schemas() -> dict[str, pa.Schema]:
     records = con.sql(f"select * exclude (source, month) from ({sql.read('extract/stored_records')})").to_arrow_table().schema
     con.execute(f"create temp table blocks_batch as {sql.read(claude_code.EXTRACT.blocks)}")
     blocks = con.sql("select * exclude (source, month) from blocks_batch").to_arrow_table().schema
+    con.execute(f"create temp view records_loaded as {sql.read('extract/stored_records')}")
     session_parts = con.sql(
         f"select * exclude (source, month) from ({sql.read('extract/session_parts')})").to_arrow_table().schema
     con.execute(sql.read("search/macros"))

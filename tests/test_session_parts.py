@@ -1,6 +1,7 @@
-"""The sessions table is combined from each loading batch's per-file facts (session parts):
-it must say exactly what one aggregate over every current record says, across sources,
-batches, appends and rewrites, and an archive loaded before parts existed gets them once."""
+"""The sessions table is combined from each run's per-file facts (session parts): it must say
+exactly what one aggregate over every current record says, across sources, runs that append
+to a file, rewrites and loading batches, and an archive loaded before parts existed gets them
+once."""
 from __future__ import annotations
 
 import shutil
@@ -100,6 +101,18 @@ def same_as_direct(db: Path) -> list[tuple]:
     return stored
 
 
+def ingest_in_runs(tmp_path: Path, recs: list[dict], per_run: int) -> Path:
+    """Write a Claude Code transcript `per_run` records at a time, ingesting after each."""
+    path = tmp_path / "home" / ".claude" / "projects" / "-a" / "s1.jsonl"
+    db = tmp_path / "w" / "w.duckdb"
+    for i in range(0, len(recs), per_run):
+        write_jsonl(path, recs[: i + per_run])
+        ingest(Layout(db), [(claude_code, claude_code.resolve_root(path.parents[2]))], workers=1)
+    runs = -(-len(recs) // per_run)
+    assert rows(db, "select count(*) from lake_session_parts where source <> '_schema'") == [(runs,)]
+    return db
+
+
 def test_every_source_gets_the_sessions_one_aggregate_gives(tmp_path):
     db = tmp_path / "w" / "w.duckdb"
     for name in sorted(adapters.ADAPTERS):
@@ -110,26 +123,26 @@ def test_every_source_gets_the_sessions_one_aggregate_gives(tmp_path):
     assert any(r[2] for r in stored) and any(r[3] for r in stored)
 
 
-def test_batches_appends_and_rewrites_combine_to_the_same_sessions(tmp_path, monkeypatch):
+def test_appends_and_rewrites_combine_to_the_same_sessions(tmp_path, monkeypatch):
     root = tmp_path / "home" / ".claude"
     corpus(root / "projects", files=10, seed=5)
-    monkeypatch.setattr(extract_mod, "FLUSH_BYTES", 8 << 10)    # several batches, so parts, per file
+    monkeypatch.setattr(extract_mod, "FLUSH_BYTES", 8 << 10)    # many loading batches
     monkeypatch.setattr(lines, "READ_CHUNK", 4 << 10)
     db = tmp_path / "w" / "w.duckdb"
     target = [(claude_code, claude_code.resolve_root(root))]
     ingest(Layout(db), target, workers=2)
-    parts = rows(db, "select count(*), count(distinct (file_id, session_id)) from lake_session_parts "
-                     "where source <> '_schema'")[0]
-    assert parts[0] > parts[1], "no file was loaded over more than one batch"
     before = same_as_direct(db)
 
     files = sorted((root / "projects").rglob("*.jsonl"))
-    with open(files[0], "ab") as fh:                                   # an append: one more part
-        fh.write(files[0].read_bytes().splitlines(keepends=True)[-1])
-    shutil.copy(files[2], files[1])                                    # a rewrite: a new epoch
+    for f in files[:3]:                                                # appends: a second part each
+        with open(f, "ab") as fh:
+            fh.write(f.read_bytes().splitlines(keepends=True)[-1])
+    shutil.copy(files[5], files[4])                                    # a rewrite: a new epoch
     ingest(Layout(db), target, workers=2)
     after = same_as_direct(db)
     assert after != before
+    assert rows(db, "select count(*) from (select file_id from lake_session_parts where source <> '_schema' "
+                    "group by file_id, file_epoch having count(*) > 1)") == [(3,)]
 
 
 def test_an_archive_loaded_before_parts_existed_gets_them_from_its_records(tmp_path):
@@ -157,10 +170,11 @@ def test_an_archive_loaded_before_parts_existed_gets_them_from_its_records(tmp_p
         rows(db, "select count(distinct (file_id, session_id)) from stg_records")
 
 
-def test_latest_and_first_values_are_chosen_across_batches_as_over_all_records(tmp_path, monkeypatch):
+@pytest.mark.parametrize("per_run", [1, 2, 6], ids=["a record a run", "two a run", "one run"])
+def test_latest_and_first_values_are_chosen_as_over_all_records(tmp_path, per_run):
     """Values change along the session and line order disagrees with time: the latest cwd,
     branch, model and version and the first prompt must be the ones one pass over all records
-    picks, not the greatest, least or last written of some batch."""
+    picks, not the greatest, least or last written of some run."""
     recs = [
         user("p0", None, "  written   later,  yet the earliest  ", "2026-01-01T10:00:05Z"),   # first by time: line 3
         user("p1", "p0", "the prompt written first", "2026-01-01T10:00:09Z"),
@@ -175,13 +189,7 @@ def test_latest_and_first_values_are_chosen_across_batches_as_over_all_records(t
         a = assistant(f"a{i}", "p0", "reply " + "y" * 300, ts)
         a["cwd"], a["gitBranch"], a["version"], a["message"]["model"] = cwd, branch, version, model
         recs.append(a)
-    path = tmp_path / "home" / ".claude" / "projects" / "-a" / "s1.jsonl"
-    write_jsonl(path, recs)
-    monkeypatch.setattr(extract_mod, "FLUSH_BYTES", 600)
-    monkeypatch.setattr(lines, "READ_CHUNK", 600)                   # about a record per batch
-    db = tmp_path / "w" / "w.duckdb"
-    ingest(Layout(db), [(claude_code, claude_code.resolve_root(path.parents[2]))], workers=1)
-    assert rows(db, "select count(*) from lake_session_parts where source <> '_schema'")[0][0] >= 4
+    db = ingest_in_runs(tmp_path, recs, per_run)
     [row] = same_as_direct(db)
     source, sid, title, cwd, branch, model, started, ended, messages, parent, version, records, *_ = row
     assert (cwd, branch, model) == ("/c/middle", "gamma", "claude-c")
@@ -190,10 +198,10 @@ def test_latest_and_first_values_are_chosen_across_batches_as_over_all_records(t
     assert (messages, records) == (6, 6)
 
 
-@pytest.mark.parametrize("batch_bytes", [700, 1 << 20], ids=["a batch each", "one batch"])
-def test_every_kind_of_metadata_is_the_last_one_written(tmp_path, monkeypatch, batch_bytes):
-    """Each metadata kind keeps the last value written, whichever batch wrote it and however
-    many of its kind a batch holds; an empty string written last clears it; a record that
+@pytest.mark.parametrize("per_run", [3, 100], ids=["three a run", "one run"])
+def test_every_kind_of_metadata_is_the_last_one_written(tmp_path, per_run):
+    """Each metadata kind keeps the last value written, whichever run loaded it and however
+    many of its kind a run holds; an empty string written last clears it; a record that
     lacks its field sets nothing."""
     meta = [
         {"type": "custom-title", "customTitle": "first name"},
@@ -214,14 +222,7 @@ def test_every_kind_of_metadata_is_the_last_one_written(tmp_path, monkeypatch, b
     for i, m in enumerate(meta):
         recs.append({**m, "sessionId": "s1"})
         recs.append(assistant(f"a{i}", "p0", "z" * 200, f"2026-01-01T10:0{i % 10}:30Z"))
-    path = tmp_path / "home" / ".claude" / "projects" / "-a" / "s1.jsonl"
-    write_jsonl(path, recs)
-    monkeypatch.setattr(extract_mod, "FLUSH_BYTES", batch_bytes)
-    monkeypatch.setattr(lines, "READ_CHUNK", batch_bytes)
-    db = tmp_path / "w" / "w.duckdb"
-    ingest(Layout(db), [(claude_code, claude_code.resolve_root(path.parents[2]))], workers=1)
-    parts = rows(db, "select count(*) from lake_session_parts where metadata_records > 0")[0][0]
-    assert parts >= 4 if batch_bytes < 1000 else parts == 1
+    db = ingest_in_runs(tmp_path, recs, per_run)
     same_as_direct(db)
     got = rows(db, "select custom_title, ai_title, summary, tag, agent_name, mode, pr_url, "
                    "worktree_state ->> 'branch', last_prompt from int_session_metadata")

@@ -1,16 +1,17 @@
--- grain: one row per (source, session, file, epoch) of this loading batch: the session's facts
--- over just these records, kept so they combine with the same file's later batches and the
+-- grain: one row per (source, session, file, epoch) of the records a run loaded: the session's
+-- facts over just those records, kept so they combine with the same file's later runs and the
 -- session's other files (views/sessions.sql). Publishing the sessions table then reads these
 -- few rows instead of every record again.
 -- Each "latest"/"first" value keeps the key that chose it, so combining picks exactly what
 -- one pass over all the session's records would.
--- input: records_batch
+-- input: records_loaded, the run's records as stored (extract/stored_records), read back from
+--        its Parquet; or, once, every record of an archive loaded before parts existed
 with records as (
     select
         *,
         (coalesce("timestamp", timestamp '1970-01-01'), line_no) as latest_key,
         (coalesce("timestamp", timestamp '9999-12-31'), line_no) as first_key
-    from records_batch
+    from records_loaded
 ),
 
 facts as (
@@ -66,8 +67,8 @@ metadata_values as (
         -- other sources: a metadata record carries the session's title, if any, in `text`
         case when source <> 'claude_code' then nullif(trim(text), '') end as source_title
     from (
-        select *, json(raw) as j
-        from records_batch
+        select *, json(metadata_raw) as j
+        from records_loaded
         where kind = 'metadata'
     )
 ),
