@@ -15,6 +15,7 @@ VIEWS: tuple[str, ...] = (
     "views/int_current_files",
     "views/stg_records",
     "views/stg_blocks",
+    "views/int_session_parts",
     "views/int_session_metadata",
     "views/messages",
     "views/tool_calls",

@@ -1,14 +1,9 @@
 -- grain: one row per session that wrote metadata records; for each kind the last writer in
 -- file order wins, and an empty string clears the value (as Claude Code restores them)
 with parts as (
-    -- the last value of each kind that each loading batch's records of a file set
-    -- (sql/extract/session_parts.sql), of the current version of each file
-    select parts.*
-    from lake_session_parts as parts
-    join int_current_files as current_files
-        on current_files.file_id = parts.file_id
-        and current_files.epoch = parts.file_epoch
-    where parts.metadata_records > 0
+    -- the parts whose records set metadata: the last value of each kind and its line
+    select * from int_session_parts
+    where metadata_records > 0
 ),
 
 last_values as (

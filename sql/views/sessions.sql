@@ -1,12 +1,6 @@
 -- grain: one row per session of any source; a subagent is a session with a parent_session_id
 with parts as (
-    -- each loading batch's facts per session and file (sql/extract/session_parts.sql), of the
-    -- current version of each file
-    select parts.*
-    from lake_session_parts as parts
-    join int_current_files as current_files
-        on current_files.file_id = parts.file_id
-        and current_files.epoch = parts.file_epoch
+    select * from int_session_parts
 ),
 
 metadata as (
