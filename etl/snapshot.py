@@ -128,7 +128,7 @@ def snapshot_lines(path: Path, start: int, dest: Path) -> Snapshot:
         end = _last_line_end(fd, start, size)
         out = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         try:
-            if _kernel_copy(fd, out, start, end - start):
+            if end is not None and _kernel_copy(fd, out, start, end - start):
                 tail = os.pread(fd, size - end, end) if size > end else b""
                 size = end + len(tail)
                 if tail and _is_json_object(tail):
@@ -148,8 +148,9 @@ def snapshot_lines(path: Path, start: int, dest: Path) -> Snapshot:
     return Snapshot(dest, start, end, size, head_len, _hash(head))
 
 
-def _last_line_end(fd: int, start: int, size: int) -> int:
-    """The offset just past the last newline in [start, size), or `start` if there is none."""
+def _last_line_end(fd: int, start: int, size: int) -> int | None:
+    """The offset just past the last newline in [start, size), `start` if there is none, or
+    None if the file turned out shorter than `size` (cut short meanwhile)."""
     pos = size
     while pos > start:
         n = min(CHUNK, pos - start)
@@ -157,8 +158,8 @@ def _last_line_end(fd: int, start: int, size: int) -> int:
         cut = block.rfind(b"\n")
         if cut >= 0:
             return pos - n + cut + 1
-        if len(block) < n:          # cut short while being read: let the careful copy decide
-            return pos
+        if len(block) < n:          # cut short while being read: the careful copy decides
+            return None
         pos -= n
     return start
 

@@ -86,3 +86,21 @@ def test_sqlite_family_copy_sees_wal_commits_and_leaves_source_alone(tmp_path):
     finally:
         writer.kill()
         writer.wait()
+
+
+def test_a_file_shorter_than_its_stat_is_copied_up_to_what_it_holds(tmp_path, monkeypatch):
+    """Cut short between the stat and the copy: the snapshot ends at the last complete line the
+    file still holds, and its size is what was read, not what the stat said."""
+    src = tmp_path / "a.jsonl"
+    src.write_bytes(b'{"a":1}\n{"b":2}\n{"c":')
+    real = os.fstat
+
+    def stale(fd):
+        st = real(fd)
+        return os.stat_result((st.st_mode, st.st_ino, st.st_dev, st.st_nlink, st.st_uid, st.st_gid,
+                               st.st_size + 500, st.st_atime, st.st_mtime, st.st_ctime))
+
+    monkeypatch.setattr(snap.os, "fstat", stale)
+    s = snap.snapshot_lines(src, 0, tmp_path / "copy")
+    assert (tmp_path / "copy").read_bytes() == b'{"a":1}\n{"b":2}\n'
+    assert (s.end, s.size) == (16, 21)
