@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 
 from convarch import sql
 from convarch.etl.layout import Layout
-from convarch.etl.duck import sql_literal
+from convarch.etl.duck import sql_list
 from convarch.etl.load import Written
 from convarch.etl.partfiles import PartitionFiles, PerWorker
 from convarch.etl.workers import Workers
@@ -132,13 +132,12 @@ def _build_group(con: duckdb.DuckDBPyConnection, parts: PartitionFiles, epochs: 
     con.executemany("insert into wanted values (?, ?, ?)", epochs)
     ids = ", ".join(str(int(fid)) for fid in sorted({e[0] for e in epochs}))
     for table in ("records", "blocks"):
-        listed = ", ".join(sql_literal(f) for f in files[table])
         # read once into a table: every chain step reads these, and binding a view over all
         # the lake's files would read each file's footer again for every step
         con.execute(f"drop view if exists stg_{table}")
         con.execute(
-            f"create or replace temp table stg_{table} as select t.* {UNREAD[table]} from read_parquet([{listed}], hive_partitioning = true, "
-            f"union_by_name = true) as t join wanted on wanted.file_id = t.file_id and wanted.epoch = t.file_epoch "
+            f"create or replace temp table stg_{table} as select t.* {UNREAD[table]} "
+            f"from read_parquet({sql_list(files[table])}, hive_partitioning = true, union_by_name = true) as t join wanted on wanted.file_id = t.file_id and wanted.epoch = t.file_epoch "
             f"where t.file_id in ({ids})"
         )
     define_chain_views(con, as_tables=True)

@@ -23,7 +23,7 @@ import duckdb
 import pyarrow as pa
 
 from convarch.etl.layout import Layout
-from convarch.etl.duck import sql_literal
+from convarch.etl.duck import sql_list, sql_literal
 from convarch.etl.load import Written, written_files
 from convarch.etl.publish import read_manifest
 from convarch.etl.workers import Workers
@@ -112,10 +112,10 @@ def _merge(con: duckdb.DuckDBPyConnection, layout: Layout, run_id: int, base: Pa
     out = base / f"c{k:05d}"
     target = out / part.table
     target.mkdir(parents=True, mode=0o700)
-    listed = ", ".join(sql_literal(str(layout.lake / p)) for p in part.paths)
-    before = con.execute(f"select count(*) from read_parquet([{listed}])").fetchone()[0]
+    listed = sql_list(layout.lake / p for p in part.paths)
+    before = con.execute(f"select count(*) from read_parquet({listed})").fetchone()[0]
     con.execute(
-        f"copy (select * from read_parquet([{listed}], hive_partitioning = true, union_by_name = true)) "
+        f"copy (select * from read_parquet({listed}, hive_partitioning = true, union_by_name = true)) "
         f"to {sql_literal(str(target))} (format parquet, compression zstd, partition_by (source, month), "
         f"filename_pattern 'r{run_id:06d}_c{k:05d}_{{i}}', file_size_bytes {MERGED_BYTES}, "
         f"row_group_size_bytes {ROW_GROUP_BYTES})"

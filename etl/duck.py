@@ -17,3 +17,12 @@ def connect(path: Path | str = ":memory:", *, read_only: bool = False, **config:
 def sql_literal(s: str) -> str:
     """A string as a SQL literal, for the file lists and paths DuckDB cannot take as parameters."""
     return "'" + s.replace("'", "''") + "'"
+
+
+def sql_list(paths) -> str:
+    """Files as a SQL list literal, for read_parquet([...])."""
+    return "[" + ", ".join(sql_literal(str(p)) for p in paths) + "]"
+
+
+#: How the lake's hive folders (source=…/month=…) are read: as strings, whatever they look like.
+HIVE = "hive_partitioning = true, hive_types = {'source': 'VARCHAR', 'month': 'VARCHAR'}"

@@ -12,14 +12,10 @@ from pathlib import Path
 import duckdb
 
 from convarch import sql
+from convarch.etl.duck import HIVE, sql_list
 from convarch.etl.partfiles import PartitionFiles, RowGroup, rows_of
 from convarch.etl.tokens import words
 
-HIVE = "hive_partitioning = true, hive_types = {'source': 'VARCHAR', 'month': 'VARCHAR'}"
-
-
-def _files(paths: list[Path]) -> str:
-    return "[" + ", ".join("'" + str(p).replace("'", "''") + "'" for p in paths) + "]"
 
 
 def index_batch(con: duckdb.DuckDBPyConnection, parts: PartitionFiles, groups: list[RowGroup],
@@ -30,7 +26,7 @@ def index_batch(con: duckdb.DuckDBPyConnection, parts: PartitionFiles, groups: l
         return
     blocks = [g for g in groups if g.table == "blocks"]
     con.execute(f"create or replace temp view records_batch as {rows_of(records)}")
-    blocks_rows = rows_of(blocks) if blocks else f"select * from read_parquet({_files([seeds['blocks']])}, {HIVE})"
+    blocks_rows = rows_of(blocks) if blocks else f"select * from read_parquet({sql_list([seeds['blocks']])}, {HIVE})"
     con.execute(f"create or replace temp view blocks_batch as {blocks_rows}")
     con.execute(f"create or replace temp table search_docs_batch as {sql.read('search/docs')}")
     docs = con.sql("select doc_id, body from search_docs_batch").to_arrow_table()

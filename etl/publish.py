@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 from convarch import sql
 from convarch.sql import docs
 from convarch.adapters import claude_code
-from convarch.etl.duck import connect, sql_literal
+from convarch.etl.duck import connect, sql_list, sql_literal
 from convarch.etl.layout import Layout, make_private, replace_durably
 from convarch.etl.chains import CHAIN_VIEWS, MATERIALIZED, define_chain_views
 from convarch.etl.load import QUARANTINE_SCHEMA
@@ -123,9 +123,8 @@ def publish(layout: Layout, state: duckdb.DuckDBPyConnection, run_id: int) -> No
         con.execute("comment on table source_files is 'one row per source file read: watermark, epoch and counts'")
         con.execute("comment on table ingest_runs is 'one row per ingest run'")
         for table in TABLES:
-            listed = ", ".join(sql_literal(f) for f in files[table])
             con.execute(
-                f"create view lake_{table} as select * from read_parquet([{listed}], "
+                f"create view lake_{table} as select * from read_parquet({sql_list(files[table])}, "
                 "hive_partitioning = true, union_by_name = true)"
             )
         con.execute(sql.read("search/macros"))

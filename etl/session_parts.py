@@ -13,7 +13,7 @@ from pathlib import Path
 import duckdb
 
 from convarch import sql
-from convarch.etl.duck import connect, sql_literal
+from convarch.etl.duck import HIVE, connect, sql_list
 from convarch.etl.layout import Layout
 from convarch.etl.load import Written
 from convarch.etl.partfiles import PartitionFiles
@@ -41,10 +41,9 @@ def derive(records: list[Path], staging: Path, run_id: int) -> list[Written]:
         return []
     con = connect()
     try:
-        listed = ", ".join(sql_literal(str(p)) for p in records)
         con.execute(
-            f"create temp view records_loaded as select * from read_parquet([{listed}], hive_partitioning = true, "
-            "hive_types = {'source': 'VARCHAR', 'month': 'VARCHAR'}, union_by_name = true)"
+            f"create temp view records_loaded as select * from read_parquet({sql_list(records)}, {HIVE}, "
+            "union_by_name = true)"
         )
         files = PartitionFiles(run_id, staging, 0, "p")
         try:
