@@ -8,7 +8,8 @@ search over years of history would spend seconds on that alone.
 When a partition holds SMALL_FILES or more files under SMALL_BYTES, a worker rewrites them as
 files of up to MERGED_BYTES (cheapest partitions first, at most RUN_BUDGET_BYTES a run, since a
 rewrite costs about what the first write did), rows in the order they were written, with narrow
-row groups so a reader that wants a few files' rows still skips the rest. The merged files are
+row groups so a reader that wants a few files' rows still skips the rest; the search postings
+are sorted by term again instead, as each file of them was (etl/partfiles.py). The merged files are
 registered, and the small ones retired, in the run's own state transaction. Files the run itself
 wrote are deleted at once (no catalog ever listed them); an older file only by a later run once
 RETIRED_GRACE has passed, since a notebook may still hold a catalog that lists it.
@@ -25,6 +26,7 @@ import pyarrow as pa
 from convarch.etl.layout import Layout
 from convarch.etl.duck import sql_list, sql_literal
 from convarch.etl.load import Written, written_files
+from convarch.etl import partfiles
 from convarch.etl.publish import read_manifest
 from convarch.etl.workers import Workers
 
@@ -114,11 +116,15 @@ def _merge(con: duckdb.DuckDBPyConnection, layout: Layout, run_id: int, base: Pa
     target.mkdir(parents=True, mode=0o700)
     listed = sql_list(layout.lake / p for p in part.paths)
     before = con.execute(f"select count(*) from read_parquet({listed})").fetchone()[0]
+    if key := partfiles.SORTED_BY.get(part.table):
+        # each file is sorted, their concatenation is not: sort the merged rows again
+        order, groups = f" order by {key}", f"row_group_size {partfiles.RUN_GROUP_ROWS}"
+    else:
+        order, groups = "", f"row_group_size_bytes {ROW_GROUP_BYTES}"
     con.execute(
-        f"copy (select * from read_parquet({listed}, hive_partitioning = true, union_by_name = true)) "
+        f"copy (select * from read_parquet({listed}, hive_partitioning = true, union_by_name = true){order}) "
         f"to {sql_literal(str(target))} (format parquet, compression zstd, partition_by (source, month), "
-        f"filename_pattern 'r{run_id:06d}_c{k:05d}_{{i}}', file_size_bytes {MERGED_BYTES}, "
-        f"row_group_size_bytes {ROW_GROUP_BYTES})"
+        f"filename_pattern 'r{run_id:06d}_c{k:05d}_{{i}}', file_size_bytes {MERGED_BYTES}, {groups})"
     )
     got = [Written(str(rel), part.table, parts["source"], parts["month"], n, p.stat().st_size, p)
            for p, rel, parts, n in written_files(target, out)]

@@ -7,6 +7,11 @@ footer, and merging them later rewrote the whole load. Keeping one writer open p
 lets each batch add a row group to the same file instead, closed when it passes FILE_BYTES
 or the stage ends. A batch's rows stay addressable as their row groups, which is how the index
 stage reads them back.
+
+The search postings are the exception: a query wants the few rows of its terms, and a batch's
+postings hold every term, so batch-sized row groups let no reader skip anything. Their rows
+are held across batches (RUN_ROWS per worker at most) and written sorted by term in narrow row
+groups, whose min/max terms then let a reader skip all but the groups of its own terms.
 """
 from __future__ import annotations
 
@@ -31,6 +36,15 @@ FILE_BYTES = 256 << 20
 #: of partitions, and each open file holds a descriptor; the least recently written closes.
 MAX_OPEN = 48
 PARTITION_COLUMNS = ("source", "month")
+#: Tables written in sorted runs instead of a row group per batch, and the column they are
+#: sorted by (merging keeps the order too, etl/compact.py).
+SORTED_BY = {"postings": "term"}
+#: Rows a worker holds before it sorts and writes them (~45 bytes a posting, so ~48 MB). A
+#: search reads a row group or two of each run per term, so longer runs are read less of.
+RUN_ROWS = 1 << 20
+#: Rows per row group of a sorted run; narrower groups are skipped more finely but each costs
+#: every reader time in the footer (8k-row groups: more planning than the rows they saved).
+RUN_GROUP_ROWS = 1 << 15
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,47 +82,63 @@ class PartitionFiles:
     _open: dict[tuple[str, str, str], _Open] = field(default_factory=dict)
     _closed: list[Written] = field(default_factory=list)
     _numbers: itertools.count = field(default_factory=itertools.count)
+    _held: dict[tuple[str, str, str], list[pa.Table]] = field(default_factory=dict)
+    _held_rows: int = 0
 
     def write(self, con: duckdb.DuckDBPyConnection, table: str, select: str) -> list[RowGroup]:
         """Append the rows of `select` (which has source and month columns) as one row group
-        per partition they fall in."""
+        per partition they fall in. The rows of a table in SORTED_BY are held for a sorted
+        run instead, so they have no row groups of their own to return."""
         rel = con.sql(select)
         rows = _keep_json(rel.to_arrow_table(), [str(t) for t in rel.types])
-        if rows.num_rows == 0:
-            return []
-        order = [(c, "ascending") for c in PARTITION_COLUMNS]
-        keys = rows.select(list(PARTITION_COLUMNS)).group_by(list(PARTITION_COLUMNS)).aggregate(
-            [([], "count_all")]).sort_by(order)
-        if keys.num_rows > 1:
-            # one stable sort by partition and a slice each: a filter per partition copied the
-            # batch once per month it spans, and batches span several
-            rows = rows.take(pc.sort_indices(rows, order))
         out: list[RowGroup] = []
-        start = 0
-        for source, month, n in zip(*(keys[c].to_pylist() for c in (*PARTITION_COLUMNS, "count_all"))):
-            part = rows.slice(start, n).drop_columns(list(PARTITION_COLUMNS))
-            start += n
-            f = self._file(table, source, month, part.schema)
-            f.writer.write_table(part, row_group_size=max(part.num_rows, 1))
-            out.append(RowGroup(table, f.path, f.groups, source, month, f.rows, part.num_rows))
-            f.groups += 1
-            f.rows += part.num_rows
-            if os.path.getsize(f.path) >= FILE_BYTES:
-                self._close(f)
+        for source, month, part in _partitions(rows):
+            if table in SORTED_BY:
+                self._held.setdefault((table, source, month), []).append(part)
+                self._held_rows += part.num_rows
+            else:
+                out.append(self._append(table, source, month, part, max(part.num_rows, 1)))
+        del rows
+        if self._held_rows >= RUN_ROWS:
+            self._write_runs()
         # Arrow's allocator (mimalloc) would keep each worker's largest batch for good; handing
         # it back took the 1 GB bench corpus's peak RSS from 631 MB to 551-562 MB
-        del rows, part
         pa.default_memory_pool().release_unused()
         return out
 
     def close(self) -> list[Written]:
         """Finish every open file; returns all the files this worker wrote in the run."""
+        self._write_runs()
         for f in list(self._open.values()):
             self._close(f)
         return self._closed
 
+    def _append(self, table: str, source: str, month: str, part: pa.Table, group_rows: int) -> RowGroup:
+        f = self._file(table, source, month, part.schema)
+        f.writer.write_table(part, row_group_size=group_rows)
+        group = RowGroup(table, f.path, f.groups, source, month, f.rows, part.num_rows)
+        f.groups += -(-part.num_rows // group_rows)
+        f.rows += part.num_rows
+        if os.path.getsize(f.path) >= FILE_BYTES:
+            self._close(f)
+        return group
+
+    def _write_runs(self) -> None:
+        """Sort each partition's held rows by its table's key and write them as one run."""
+        held, self._held, self._held_rows = self._held, {}, 0
+        for (table, source, month), parts in held.items():
+            rows = pa.concat_tables(parts)
+            parts.clear()
+            order = _sorting(rows[SORTED_BY[table]])
+            # a row group at a time, so the sorted copy never holds the whole run
+            for start in range(0, rows.num_rows, RUN_GROUP_ROWS):
+                self._append(table, source, month, rows.take(order.slice(start, RUN_GROUP_ROWS)), RUN_GROUP_ROWS)
+            del rows, order
+        pa.default_memory_pool().release_unused()
+
     def abandon(self) -> None:
         """Close every open file after a failure; the run's staging folder is deleted anyway."""
+        self._held.clear()
         for f in self._open.values():
             try:
                 f.writer.close()
@@ -168,6 +198,32 @@ class PerWorker:
     def abandon(self) -> None:
         for files in self._all:
             files.abandon()
+
+
+def _sorting(column: pa.ChunkedArray) -> pa.Array:
+    """The indices that sort a string column, stably. A run repeats each term many times, so
+    the distinct strings are ranked once and the rows sorted by their integer rank: 2.2 times
+    faster than sorting the strings themselves (512k postings: 88 ms instead of 198 ms)."""
+    encoded = pc.dictionary_encode(column).combine_chunks()
+    ranks = pc.rank(encoded.dictionary, sort_keys="ascending", tiebreaker="first")
+    return pc.sort_indices(pc.take(ranks, encoded.indices))
+
+
+def _partitions(rows: pa.Table):
+    """(source, month, rows without those two columns) for each partition of `rows`, in order."""
+    if rows.num_rows == 0:
+        return
+    order = [(c, "ascending") for c in PARTITION_COLUMNS]
+    keys = rows.select(list(PARTITION_COLUMNS)).group_by(list(PARTITION_COLUMNS)).aggregate(
+        [([], "count_all")]).sort_by(order)
+    if keys.num_rows > 1:
+        # one stable sort by partition and a slice each: a filter per partition copied the
+        # batch once per month it spans, and batches span several
+        rows = rows.take(pc.sort_indices(rows, order))
+    start = 0
+    for source, month, n in zip(*(keys[c].to_pylist() for c in (*PARTITION_COLUMNS, "count_all"))):
+        yield source, month, rows.slice(start, n).drop_columns(list(PARTITION_COLUMNS))
+        start += n
 
 
 _JSON = pa.json_(pa.string())
