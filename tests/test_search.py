@@ -91,3 +91,27 @@ def test_show_around_a_hit(tmp_path):
     assert '"parentUuid"' in r.output and 'The ConnectionPool keeps' in r.output
     r = invoke(db, "show", a.sid, "--at", "999")
     assert r.exit_code == 3
+
+
+def test_a_filter_finds_its_hits_below_the_best_of_all_and_ties_at_the_limit_are_kept(tmp_path):
+    """The words alone pick the best --limit documents before anything is looked up; a filter
+    must instead see every match, and a document tied with the last of the best is kept."""
+    a = Story("many", cwd="/home/demo/api")
+    for i in range(6):
+        a.assistant(f"orbitdrive orbitdrive orbitdrive tuned, round {i}.")
+    b = Story("late", cwd="/home/demo/web", start="2026-10-05T10:00:00")
+    b.user("a long note that mentions orbitdrive once among many other words " + "filler " * 40)
+    root = tmp_path / "claude"
+    a.write(root)
+    b.write(root)
+    db = tmp_path / "w.duckdb"
+    run(db, root)
+    best = hits(db, "orbitdrive", "--limit", "2")
+    assert [h["session_id"] for h in best] == [a.sid, a.sid]          # the weak match ranks last
+    assert [h["session_id"] for h in hits(db, "orbitdrive", "--limit", "2", "--role", "user")] == [b.sid]
+    assert [h["session_id"] for h in hits(db, "orbitdrive", "--limit", "2", "--cwd", "/home/demo/web")] == [b.sid]
+    assert [h["session_id"] for h in hits(db, "orbitdrive", "--limit", "2", "--since", "2026-10-04")] == [b.sid]
+    # the six rounds score the same, so all six are the best two and the newest two win
+    assert len({h["score"] for h in hits(db, "orbitdrive", "--limit", "6", "--role", "assistant")}) == 1
+    assert ["round 5" in h["snippet"] for h in best] == [True, False]
+    assert "round 4" in best[1]["snippet"]

@@ -3,15 +3,22 @@
 -- parameters: $terms (list of query terms), $fields (['message'] or ['message', 'tool']),
 --             $source, $cwd, $since, $until, $role (each may be null), $phrases (texts every
 --             hit must contain, case-insensitive; may be empty), $limit
-with corpus as (
-    select count(*) as n_docs, avg(length) as avg_length
+with docs as (
+    -- read once, for both the corpus figures and each hit's length
+    select session_id, file_id, file_epoch, line_no, field, length
     from search_docs
     where list_contains($fields::varchar[], field)
 ),
 
+corpus as (
+    select count(*) as n_docs, avg(length) as avg_length
+    from docs
+),
+
 hits as (
     -- a list of constants, not a join: the scan itself then skips every posting of another
-    -- term (and any row group whose terms all sort outside the list)
+    -- term, and every row group whose terms all sort outside the list (postings are stored
+    -- sorted by term in narrow row groups, so that is nearly all of them)
     select p.*
     from search_postings as p
     where list_contains($terms::varchar[], p.term)
@@ -40,19 +47,39 @@ scored as (
         ) as score
     from hits as h
     join document_frequency as df using (term)
-    join search_docs as d
+    join docs as d
         on d.file_id = h.file_id and d.file_epoch = h.file_epoch
         and d.line_no = h.line_no and d.field = h.field
     cross join corpus
     group by all
 ),
 
--- when only the words decide, just the best $limit (ties kept) go on to be looked up
+-- when only the words decide, just the best $limit (ties kept) go on to be looked up: those
+-- ranking at or above the $limit-th best, found by a top-N instead of ranking every document
+best as (
+    select matched_terms, score
+    from scored
+    order by matched_terms desc, score desc
+    limit $limit
+),
+
+cutoff as (
+    select matched_terms, score
+    from best
+    order by matched_terms, score
+    limit 1
+),
+
 candidates as (
-    select * from scored
-    qualify not ($role is null and $since is null and $until is null and $cwd is null
-                 and len($phrases::varchar[]) = 0)
-        or rank() over (order by matched_terms desc, score desc) <= $limit
+    select s.*
+    from scored as s
+    cross join cutoff as c
+    where not ($role is null and $since is null and $until is null and $cwd is null
+               and len($phrases::varchar[]) = 0)
+        or s.matched_terms > c.matched_terms
+        -- a hair below the cutoff, so a sum added up in another order still makes it; one
+        -- row too many only costs a lookup, the final order and limit come later
+        or (s.matched_terms = c.matched_terms and s.score >= c.score - 1e-9)
 ),
 
 filtered as (
