@@ -3,9 +3,9 @@
 -- but once per distinct word of the batch and then joined to the counts, which DuckDB does far
 -- faster than nested list lambdas over every token. The session is not repeated on every
 -- posting: a hit takes it from its document (search_docs).
--- Not sorted by term: merging small files (etl/compact.py) concatenates a partition's
--- postings, so a sort would only last until the first merge, and it cost a quarter of
--- building the index.
+-- Not sorted here: a batch's postings hold every term, so a sorted batch still spans them
+-- all; the worker holds postings across batches and writes them in runs sorted by term
+-- (etl/partfiles.py), and merging sorts them again (etl/compact.py).
 -- input: search_words_batch, search_docs_batch
 with vocabulary as (
     select distinct word from search_words_batch
