@@ -97,7 +97,7 @@ class PartitionFiles:
                 self._held.setdefault((table, source, month), []).append(part)
                 self._held_rows += part.num_rows
             else:
-                out.append(self._append(table, source, month, part, max(part.num_rows, 1)))
+                out.append(self._append(table, source, month, part))
         del rows
         if self._held_rows >= RUN_ROWS:
             self._write_runs()
@@ -113,11 +113,12 @@ class PartitionFiles:
             self._close(f)
         return self._closed
 
-    def _append(self, table: str, source: str, month: str, part: pa.Table, group_rows: int) -> RowGroup:
+    def _append(self, table: str, source: str, month: str, part: pa.Table) -> RowGroup:
+        """Write `part` as one row group of its partition's open file."""
         f = self._file(table, source, month, part.schema)
-        f.writer.write_table(part, row_group_size=group_rows)
+        f.writer.write_table(part, row_group_size=max(part.num_rows, 1))
         group = RowGroup(table, f.path, f.groups, source, month, f.rows, part.num_rows)
-        f.groups += -(-part.num_rows // group_rows)
+        f.groups += 1
         f.rows += part.num_rows
         if os.path.getsize(f.path) >= FILE_BYTES:
             self._close(f)
@@ -132,7 +133,7 @@ class PartitionFiles:
             order = _sorting(rows[SORTED_BY[table]])
             # a row group at a time, so the sorted copy never holds the whole run
             for start in range(0, rows.num_rows, RUN_GROUP_ROWS):
-                self._append(table, source, month, rows.take(order.slice(start, RUN_GROUP_ROWS)), RUN_GROUP_ROWS)
+                self._append(table, source, month, rows.take(order.slice(start, RUN_GROUP_ROWS)))
             del rows, order
         pa.default_memory_pool().release_unused()
 
