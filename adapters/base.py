@@ -45,6 +45,12 @@ class Extract:
 
     records: str
     blocks: str
+    #: The records SQL parses every line it is given (json_transform into columns it keeps)
+    #: and makes exactly one row of each, so a malformed line fails the query instead of
+    #: being skipped. Such a batch's lines that start with '{' are not validated up front
+    #: (a second full parse of every byte); a failure or a missing row sends the batch down
+    #: the validating path instead (etl/load.py).
+    one_parsed_row_per_line: bool = False
 
 
 class Adapter(Protocol):

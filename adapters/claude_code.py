@@ -27,7 +27,8 @@ from convarch.adapters.base import Extract, RootError, SourceFile
 NAME = "claude_code"
 TITLE = "Claude Code"
 ENV_VARS = ("CLAUDE_CONFIG_DIR",)
-EXTRACT = Extract(records="extract/claude_code__records", blocks="extract/claude_code__blocks")
+EXTRACT = Extract(records="extract/claude_code__records", blocks="extract/claude_code__blocks",
+                  one_parsed_row_per_line=True)
 
 
 def default_roots(env: Mapping[str, str], home: Path) -> list[Path]:

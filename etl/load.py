@@ -122,10 +122,8 @@ class BatchWriter:
         groups: list[RowGroup] = []
         if self.tables:
             lines_all = pa.concat_tables(self.tables)
-            con.register("lines_all", lines_all)
             con.register("batch_files", self._files_table())
-            con.register("lines", self._objects_only(lines_all))
-            con.execute(f"create or replace temp table records_batch as {sql.read(self.extract.records)}")
+            self._records_batch(lines_all)
             con.execute(sql.read("extract/fill_month"))
             con.execute(f"create or replace temp table blocks_batch as {sql.read(self.extract.blocks)}")
             for fid, n in con.execute("select file_id, count(*) from records_batch group by 1").fetchall():
@@ -136,7 +134,6 @@ class BatchWriter:
             groups += self.parts.write(con, "records", sql.read("extract/stored_records"))
             groups += self.parts.write(con, "blocks", "select * from blocks_batch")
             con.unregister("lines")
-            con.unregister("lines_all")
             con.unregister("batch_files")
             con.execute("drop table records_batch; drop table blocks_batch")
         if self.bad:
@@ -153,27 +150,57 @@ class BatchWriter:
         self.files = {}
         self.pending_bytes = 0
 
-    def _objects_only(self, lines_all: pa.Table) -> pa.Table:
+    def _records_batch(self, lines_all: pa.Table) -> None:
+        """Parse and normalize the batch's object lines into the temp table records_batch.
+
+        Where the adapter's SQL parses every line into a row of its own, a line that starts
+        with '{' needs no check of its own: if one is malformed the query fails (or a row is
+        missing), and only then is every line validated and the query run again."""
+        con = self.con
+        query = f"create or replace temp table records_batch as {sql.read(self.extract.records)}"
+        if self.extract.one_parsed_row_per_line:
+            objects = self._objects_only(lines_all, check_braced=False)
+            con.register("lines", objects)
+            try:
+                con.execute(query)
+                if con.execute("select count(*) from records_batch").fetchall() == [(objects.num_rows,)]:
+                    return
+            except duckdb.InvalidInputException as exc:
+                if "Malformed JSON" not in str(exc):
+                    raise
+            con.unregister("lines")
+        else:
+            objects = lines_all
+        con.register("lines", self._objects_only(objects))
+        con.execute(query)
+
+    def _objects_only(self, lines: pa.Table, check_braced: bool = True) -> pa.Table:
         """The lines that are JSON objects; the others are set aside for quarantine.
 
         A line that is valid JSON and starts with '{' is an object, which is nearly every
-        line, so only the rest are looked at twice."""
+        line, so only the rest are looked at twice. With check_braced false, a line that
+        starts with '{' is taken as an object unchecked (see _records_batch)."""
         con = self.con
+        con.register("lines_checked", lines)
+        braced = "not json_valid(line) or " if check_braced else ""
         suspects = con.execute(
             "select file_id, line_no, byte_offset, line, "
             "case when json_valid(line) then json_type(line) = 'OBJECT' else false end as ok "
-            "from lines_all where not json_valid(line) or not starts_with(line, '{')"
+            f"from lines_checked where {braced}not starts_with(line, '{{')"
         ).fetchall()
+        con.unregister("lines_checked")
         bad = [(fid, no, off, line) for fid, no, off, line, ok in suspects if not ok]
         if not bad:
-            return lines_all
+            return lines
         for file_id, line_no, offset, line in bad:
             reason, err = _json_error(line)
             self.bad.append(
                 (BadLine(file_id, line_no, offset, reason, err, line.encode("utf-8")), self.files[file_id])
             )
         con.register("bad_keys", pa.table({"file_id": [b[0] for b in bad], "line_no": [b[1] for b in bad]}))
-        objects = con.sql("select l.* from lines_all as l anti join bad_keys using (file_id, line_no)").to_arrow_table()
+        con.register("lines_checked", lines)
+        objects = con.sql("select l.* from lines_checked as l anti join bad_keys using (file_id, line_no)").to_arrow_table()
+        con.unregister("lines_checked")
         con.unregister("bad_keys")
         return objects
 

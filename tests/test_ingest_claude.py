@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from convarch.adapters import claude_code
 from conftest import DEMO, PEER, jsonl_objects, tree_fingerprint, write_jsonl
 from helpers import assistant, rows, run, scalar, tool_result, uid, user
 
@@ -163,6 +164,54 @@ def test_bad_lines_are_quarantined_and_the_rest_loads(tmp_path):
     assert s.records_added == 1
     assert rows(db, "select reason from quarantine where reason = 'truncated_tail'") == []
     assert scalar(db, "select count(*) from stg_records") == 5
+
+
+def test_malformed_lines_that_open_like_objects_are_quarantined(tmp_path):
+    """Lines starting with '{' skip the up-front check (the parse itself fails on them), so a
+    broken one must still be found, quarantined, and cost no other line of its batch."""
+    recs = story()
+    lines = [json.dumps(r) for r in recs]
+    broken = [lines[1][: len(lines[1]) // 2], lines[2] + ' {"type": "user"}', '{"type": "user", "x": tru}']
+    root = tmp_path / "claude"
+    f = root / "projects" / "-work-app" / "s1.jsonl"
+    f.parent.mkdir(parents=True)
+    f.write_text("\n".join([lines[0], broken[0], lines[1], broken[1], lines[2], broken[2], lines[3]]) + "\n")
+    db = tmp_path / "w.duckdb"
+    s = run(db, root)
+    assert s.records_added == 4
+    assert rows(db, "select line_no, reason from quarantine order by line_no") == [
+        (2, "invalid_json"), (4, "invalid_json"), (6, "invalid_json")]
+    assert rows(db, "select line_no from stg_records order by line_no") == [(1,), (3,), (5,), (7,)]
+
+
+def test_a_query_that_skips_a_line_sends_the_batch_to_the_checked_path(tmp_path, monkeypatch):
+    """The unchecked path trusts the records SQL to fail on a malformed line; one that
+    skipped it instead would lose the line silently, so a missing row reruns the batch with
+    every line checked."""
+    from convarch import sql
+    from convarch.etl import load
+
+    real = sql.read
+
+    def skipping(name):
+        text = real(name)
+        if name == claude_code.EXTRACT.records:
+            # the same query, over only the lines it can parse: a broken one would vanish
+            text = text.replace("from lines as l", "from (select * from lines where json_valid(line)) as l")
+            assert "json_valid(line)) as l" in text
+        return text
+
+    monkeypatch.setattr(load.sql, "read", skipping)
+    recs = story()
+    lines = [json.dumps(r) for r in recs]
+    root = tmp_path / "claude"
+    f = root / "projects" / "-work-app" / "s1.jsonl"
+    f.parent.mkdir(parents=True)
+    f.write_text("\n".join([lines[0], lines[1][:-3], lines[1], lines[2], lines[3]]) + "\n")
+    db = tmp_path / "w.duckdb"
+    s = run(db, root)
+    assert s.records_added == 4
+    assert rows(db, "select line_no, reason from quarantine order by line_no") == [(2, "invalid_json")]
 
 
 def test_last_line_without_newline_but_complete_is_read(tmp_path):
