@@ -65,6 +65,10 @@ class Adapter(Protocol):
 
     def discover(self, root: Path) -> Iterator[SourceFile]: ...
 
+    # Optional: FILES_STAND_ALONE = True when no record depends on its file's place among the
+    # store's other files, so new files may be numbered in the order they were last written
+    # (etl/extract.py); without it they keep the order discover() gives.
+
     # Optional, for containers other than "jsonl": turn the private copy of a file into JSON
     # lines (bytes, no newline), one per record, in a stable order.
     # def to_lines(self, copy: Path, file: SourceFile) -> Iterator[bytes]: ...

@@ -27,6 +27,9 @@ from convarch.adapters.base import Extract, RootError, SourceFile
 NAME = "claude_code"
 TITLE = "Claude Code"
 ENV_VARS = ("CLAUDE_CONFIG_DIR",)
+#: Each transcript's records are ordered and linked within the file (a subagent's or a resumed
+#: session's file included), so new files may be numbered in the order they were last written.
+FILES_STAND_ALONE = True
 EXTRACT = Extract(records="extract/claude_code__records", blocks="extract/claude_code__blocks",
                   one_parsed_row_per_line=True)
 

@@ -8,8 +8,10 @@ registered, so the corpus mixes sources.
 from __future__ import annotations
 
 import json
+import os
 import random
 import uuid
+from datetime import datetime
 from pathlib import Path
 
 WORDS = ("connection pool retry budget cache invalidation parser tokenizer migration schema index "
@@ -103,6 +105,18 @@ def _session(rng: random.Random, sid: str, cwd: str, n_records: int, *, sidechai
         yield rec
 
 
+#: Bumped when the corpus changes, so cached corpora are made again (2: file times).
+VERSION = 2
+
+
+def _stamp(path: Path, last: str | None) -> None:
+    """Give a transcript the modification time of its last record, as a real store's file has
+    (it was last written then): loading orders new files by it."""
+    if last:
+        t = datetime.fromisoformat(last.replace("Z", "+00:00")).timestamp()
+        os.utime(path, (t, t))
+
+
 def generate(out: Path, target_mb: int, seed: int = 7) -> dict:
     rng = random.Random(seed)
     projects = out / "claude" / "projects"
@@ -115,10 +129,13 @@ def generate(out: Path, target_mb: int, seed: int = 7) -> dict:
         sid = str(uuid.UUID(int=rng.getrandbits(128), version=4))
         n = max(20, int(rng.lognormvariate(5.2, 0.9)))
         path = folder / f"{sid}.jsonl"
+        last = None
         with open(path, "w", encoding="utf-8") as fh:
             for rec in _session(rng, sid, cwd, n):
                 fh.write(json.dumps(rec, ensure_ascii=rng.random() < 0.5) + "\n")
+                last = rec.get("timestamp", last)
             fh.write(json.dumps({"type": "custom-title", "customTitle": _text(rng, 5), "sessionId": sid}) + "\n")
+        _stamp(path, last)
         total += path.stat().st_size
         files += 1
         sessions += 1
@@ -126,12 +143,15 @@ def generate(out: Path, target_mb: int, seed: int = 7) -> dict:
             agent = f"{rng.getrandbits(64):016x}"
             sub = folder / sid / "subagents" / f"agent-{agent}.jsonl"
             sub.parent.mkdir(parents=True, exist_ok=True)
+            last = None
             with open(sub, "w", encoding="utf-8") as fh:
                 for rec in _session(rng, sid, cwd, max(10, n // 4), sidechain=agent):
                     fh.write(json.dumps(rec) + "\n")
+                    last = rec.get("timestamp", last)
+            _stamp(sub, last)
             total += sub.stat().st_size
             files += 1
-    return {"bytes": total, "files": files, "sessions": sessions}
+    return {"bytes": total, "files": files, "sessions": sessions, "version": VERSION}
 
 
 def generate_chain_corpus(out: Path, sessions: int, records: int, seed: int = 11) -> int:

@@ -25,7 +25,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from generate import generate, generate_chain_corpus  # noqa: E402
+from generate import VERSION, generate, generate_chain_corpus  # noqa: E402
 
 INGEST = """
 import json, resource, sys, time
@@ -132,7 +132,8 @@ def cached(folder: Path, make, dest: Path):
     """Generate a corpus once per size (generation is deterministic) and give each run a
     fresh copy, since the run appends to some of its files."""
     marker = folder / ".generated.json"
-    if not marker.exists():
+    info = json.loads(marker.read_text()) if marker.exists() else None
+    if info is None or (isinstance(info, dict) and info.get("version") != VERSION):   # made by an older generator
         shutil.rmtree(folder, ignore_errors=True)
         info = make(folder)
         marker.write_text(json.dumps(info))

@@ -67,7 +67,7 @@ def units(changed: list[Planned]) -> list[Unit]:
     """Group changed files, in file id order, into units of about FLUSH_BYTES; the biggest
     units go first so the workers end together."""
     by_source: dict[str, list[Planned]] = {}
-    for p in changed:
+    for p in sorted(changed, key=lambda p: (p.action != "new", p.stat.mtime_ns, str(p.file.path))):
         by_source.setdefault(p.file.source, []).append(p)
     units: list[Unit] = []
     for source, plans in by_source.items():
@@ -84,10 +84,28 @@ def units(changed: list[Planned]) -> list[Unit]:
     return sorted(units, key=lambda u: u.nbytes, reverse=True)
 
 
+def _numbering_order(changed: list[Planned]) -> list[Planned]:
+    """The order new files get their ids in. Where an adapter's files stand alone (no record
+    depends on its file's place among others), they are numbered in the order they were last
+    written, so the units (in file id order) each hold files of about the same time: a batch
+    then falls in a month or two and leaves one row group in each. In discovery order a batch
+    spread over every month its folders span, and each month's file took a row group per
+    batch and a footer that every later read of it parses again. Other adapters keep their
+    discovery order, which their multi-file sessions rely on."""
+    from convarch import adapters
+
+    def key(item: tuple[int, Planned]):
+        i, p = item
+        alone = getattr(adapters.get(p.file.source), "FILES_STAND_ALONE", False)
+        return (p.file.source, p.stat.mtime_ns if alone else 0, i)
+
+    return [p for _, p in sorted(enumerate(changed), key=key)]
+
+
 def extract(staging, run_id, state, changed: list[Planned], summary: Summary, progress, workers: Workers):
     """Snapshot and parse every changed file on the workers; return the Parquet written, the
     watermark updates, the sessions seen and each batch's row groups (for the index)."""
-    for p in changed:              # ids come from the state database, which stays on this thread
+    for p in _numbering_order(changed):     # ids come from the state database, on this thread
         p.file_id = (state.execute("select nextval('file_id_seq')").fetchone()[0] if p.action == "new"
                      else p.prev["file_id"])
     snapdir = staging / "snap"
