@@ -67,7 +67,7 @@ def units(changed: list[Planned]) -> list[Unit]:
     """Group changed files, in file id order, into units of about FLUSH_BYTES; the biggest
     units go first so the workers end together."""
     by_source: dict[str, list[Planned]] = {}
-    for p in sorted(changed, key=lambda p: (p.action != "new", p.stat.mtime_ns, str(p.file.path))):
+    for p in changed:
         by_source.setdefault(p.file.source, []).append(p)
     units: list[Unit] = []
     for source, plans in by_source.items():
