@@ -181,28 +181,29 @@ class BatchWriter:
         line, so only the rest are looked at twice. With check_braced false, a line that
         starts with '{' is taken as an object unchecked (see _records_batch)."""
         con = self.con
-        con.register("lines_checked", lines)
         braced = "not json_valid(line) or " if check_braced else ""
-        suspects = con.execute(
-            "select file_id, line_no, byte_offset, line, "
-            "case when json_valid(line) then json_type(line) = 'OBJECT' else false end as ok "
-            f"from lines_checked where {braced}not starts_with(line, '{{')"
-        ).fetchall()
-        con.unregister("lines_checked")
-        bad = [(fid, no, off, line) for fid, no, off, line, ok in suspects if not ok]
-        if not bad:
-            return lines
-        for file_id, line_no, offset, line in bad:
-            reason, err = _json_error(line)
-            self.bad.append(
-                (BadLine(file_id, line_no, offset, reason, err, line.encode("utf-8")), self.files[file_id])
-            )
-        con.register("bad_keys", pa.table({"file_id": [b[0] for b in bad], "line_no": [b[1] for b in bad]}))
         con.register("lines_checked", lines)
-        objects = con.sql("select l.* from lines_checked as l anti join bad_keys using (file_id, line_no)").to_arrow_table()
-        con.unregister("lines_checked")
-        con.unregister("bad_keys")
-        return objects
+        try:
+            suspects = con.execute(
+                "select file_id, line_no, byte_offset, line, "
+                "case when json_valid(line) then json_type(line) = 'OBJECT' else false end as ok "
+                f"from lines_checked where {braced}not starts_with(line, '{{')"
+            ).fetchall()
+            bad = [(fid, no, off, line) for fid, no, off, line, ok in suspects if not ok]
+            if not bad:
+                return lines
+            for file_id, line_no, offset, line in bad:
+                reason, err = _json_error(line)
+                self.bad.append(
+                    (BadLine(file_id, line_no, offset, reason, err, line.encode("utf-8")), self.files[file_id])
+                )
+            con.register("bad_keys", pa.table({"file_id": [b[0] for b in bad], "line_no": [b[1] for b in bad]}))
+            objects = con.sql(
+                "select l.* from lines_checked as l anti join bad_keys using (file_id, line_no)").to_arrow_table()
+            con.unregister("bad_keys")
+            return objects
+        finally:
+            con.unregister("lines_checked")
 
     def _copy(self, table: str, select: str, out: Path, k: int) -> None:
         target = out / table
