@@ -2,8 +2,9 @@
 
 Claude Code transcripts with realistic variety: string and block content, thinking, parallel
 tool calls, large tool results, subagent files, compactions, metadata records and non-ASCII
-text; sizes are log-normal like real projects. Codex rollouts are added when that adapter is
-registered, so the corpus mixes sources.
+text; sizes are log-normal like real projects. A quarter of the bytes are Codex CLI rollouts
+(double-written messages, reasoning blobs, shell calls, token counts), so the corpus mixes
+sources and both adapters' load paths are measured.
 """
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import json
 import os
 import random
 import uuid
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 WORDS = ("connection pool retry budget cache invalidation parser tokenizer migration schema index "
@@ -54,7 +55,7 @@ def _session(rng: random.Random, sid: str, cwd: str, n_records: int, *, sidechai
     prev = None
     for i in range(n_records):
         t += rng.randrange(1, 40)
-        ts = f"{__import__('datetime').datetime.utcfromtimestamp(t).isoformat()}.000Z"
+        ts = datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%S.000Z")
         uid = str(uuid.UUID(int=rng.getrandbits(128), version=4))
         base = {"parentUuid": prev, "isSidechain": sidechain is not None, "userType": "external", "cwd": cwd,
                 "sessionId": sid, "version": "2.1.80", "gitBranch": "main", "uuid": uid, "timestamp": ts}
@@ -105,8 +106,75 @@ def _session(rng: random.Random, sid: str, cwd: str, n_records: int, *, sidechai
         yield rec
 
 
-#: Bumped when the corpus changes, so cached corpora are made again (2: file times).
-VERSION = 2
+def _stamp_ms(t: float) -> str:
+    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def _rollout(rng: random.Random, thread: str, cwd: str, n_turns: int, start: float):
+    """A Codex CLI rollout (envelope format, 2025-09 on), as Codex writes one: the session_meta
+    with its long base instructions, then per turn the context, the user's message written twice
+    (response_item and event_msg), reasoning with its encrypted blob, shell calls with outputs of
+    log-normal size, token counts, and the answer, also written twice."""
+    t = start
+    total = 0
+
+    def line(kind: str, payload: dict) -> dict:
+        nonlocal t
+        t += rng.random() * 3
+        return {"timestamp": _stamp_ms(t), "type": kind, "payload": payload}
+
+    yield line("session_meta", {"id": thread, "timestamp": _stamp_ms(t), "cwd": cwd, "originator": "codex_cli_rs",
+                                "cli_version": "0.104.0", "source": "cli", "model_provider": "openai",
+                                "base_instructions": {"text": _text(rng, 1800)},
+                                "git": {"commit_hash": f"{rng.getrandbits(160):040x}", "branch": "main",
+                                        "repository_url": "https://example.invalid/bench.git"}})
+    yield line("response_item", {"type": "message", "role": "developer",
+                                 "content": [{"type": "input_text", "text": _text(rng, 400)}]})
+    for _ in range(n_turns):
+        turn = str(uuid.UUID(int=rng.getrandbits(128), version=4))
+        yield line("event_msg", {"type": "task_started", "turn_id": turn, "model_context_window": 258400})
+        yield line("turn_context", {"turn_id": turn, "cwd": cwd, "approval_policy": "on-request",
+                                    "sandbox_policy": {"type": "workspace-write", "network_access": False},
+                                    "model": "gpt-5.3-codex", "effort": rng.choice(["medium", "high"]),
+                                    "summary": "auto"})
+        ask = _text(rng, rng.randrange(5, 120))
+        yield line("response_item", {"type": "message", "role": "user", "content": [{"type": "input_text", "text": ask}]})
+        yield line("event_msg", {"type": "user_message", "message": ask, "images": [], "local_images": [],
+                                 "text_elements": []})
+        for _ in range(int(rng.lognormvariate(1.2, 0.8))):
+            thought = _text(rng, rng.randrange(5, 40))
+            yield line("event_msg", {"type": "agent_reasoning", "text": thought})
+            yield line("response_item", {"type": "reasoning", "summary": [{"type": "summary_text", "text": thought}],
+                                         "content": None,
+                                         "encrypted_content": "gAAAAA" + f"{rng.getrandbits(8 * 900):x}"})
+            call = f"call_{rng.getrandbits(96):024x}"
+            command = f"{rng.choice(['rg -n', 'sed -n 1,200p', 'pytest -q', 'git diff'])} src/{rng.choice(WORDS)}.py"
+            yield line("response_item", {"type": "function_call", "name": "exec_command", "call_id": call,
+                                         "arguments": json.dumps({"cmd": command, "workdir": cwd, "yield_time_ms": 10000})})
+            out = _text(rng, min(int(rng.lognormvariate(6.2, 1.6)), 12000))
+            yield line("response_item", {"type": "function_call_output", "call_id": call,
+                                         "output": f"Chunk ID: {rng.getrandbits(24):06x}\nWall time: 0.{rng.randrange(1000):03d} seconds\n"
+                                                   f"Process exited with code {rng.choice([0, 0, 0, 1])}\nOutput:\n{out}"})
+            used = {"input_tokens": rng.randrange(2000, 90000), "cached_input_tokens": rng.randrange(0, 80000),
+                    "output_tokens": rng.randrange(10, 2000), "reasoning_output_tokens": rng.randrange(0, 900)}
+            used["total_tokens"] = used["input_tokens"] + used["output_tokens"]
+            total += used["total_tokens"]
+            yield line("event_msg", {"type": "token_count",
+                                     "info": {"total_token_usage": {**used, "total_tokens": total},
+                                              "last_token_usage": used, "model_context_window": 258400},
+                                     "rate_limits": {"primary": {"used_percent": 2.0, "window_minutes": 300}}})
+        answer = _text(rng, rng.randrange(10, 250))
+        yield line("response_item", {"type": "message", "role": "assistant",
+                                     "content": [{"type": "output_text", "text": answer}]})
+        yield line("event_msg", {"type": "agent_message", "message": answer})
+        yield line("event_msg", {"type": "task_complete", "turn_id": turn, "last_agent_message": answer})
+
+
+#: Bumped when the corpus changes, so cached corpora are made again (2: file times, 3: Codex
+#: rollouts beside the Claude Code transcripts).
+VERSION = 3
+#: The share of the corpus's bytes that are Codex rollouts; the rest is Claude Code.
+CODEX_SHARE = 0.25
 
 
 def _stamp(path: Path, last: str | None) -> None:
@@ -118,12 +186,21 @@ def _stamp(path: Path, last: str | None) -> None:
 
 
 def generate(out: Path, target_mb: int, seed: int = 7) -> dict:
+    """Claude Code transcripts (`out/claude/projects/`) and Codex rollouts (`out/codex/sessions/`),
+    CODEX_SHARE of the bytes the latter, until the corpus holds `target_mb` MB."""
     rng = random.Random(seed)
     projects = out / "claude" / "projects"
-    total = files = sessions = 0
+    total = files = sessions = codex_bytes = 0
     target = target_mb * 1_000_000
     while total < target:
         cwd = f"/home/bench/project-{rng.randrange(40):02d}"
+        if codex_bytes < CODEX_SHARE * total:
+            size = _write_rollout(rng, out / "codex" / "sessions", cwd)
+            codex_bytes += size
+            total += size
+            files += 1
+            sessions += 1
+            continue
         folder = projects / cwd.replace("/", "-")
         folder.mkdir(parents=True, exist_ok=True)
         sid = str(uuid.UUID(int=rng.getrandbits(128), version=4))
@@ -151,7 +228,24 @@ def generate(out: Path, target_mb: int, seed: int = 7) -> dict:
             _stamp(sub, last)
             total += sub.stat().st_size
             files += 1
-    return {"bytes": total, "files": files, "sessions": sessions, "version": VERSION}
+    return {"bytes": total, "files": files, "sessions": sessions, "codex_bytes": codex_bytes, "version": VERSION}
+
+
+def _write_rollout(rng: random.Random, sessions: Path, cwd: str) -> int:
+    """One rollout where Codex puts it: sessions/YYYY/MM/DD/rollout-<local time>-<thread id>.jsonl."""
+    start = 1_760_000_000 + rng.randrange(0, 90 * 86400)
+    thread = str(uuid.UUID(int=rng.getrandbits(128), version=4))
+    when = datetime.fromtimestamp(start, UTC)
+    folder = sessions / when.strftime("%Y/%m/%d")
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"rollout-{when.strftime('%Y-%m-%dT%H-%M-%S')}-{thread}.jsonl"
+    last = None
+    with open(path, "w", encoding="utf-8") as fh:
+        for rec in _rollout(rng, thread, cwd, max(1, int(rng.lognormvariate(1.8, 0.8))), start):
+            fh.write(json.dumps(rec, separators=(",", ":"), ensure_ascii=False) + "\n")
+            last = rec["timestamp"]
+    _stamp(path, last)
+    return path.stat().st_size
 
 
 def generate_chain_corpus(out: Path, sessions: int, records: int, seed: int = 11) -> int:

@@ -30,11 +30,15 @@ from generate import VERSION, generate, generate_chain_corpus  # noqa: E402
 INGEST = """
 import json, resource, sys, time
 from pathlib import Path
-from convarch.adapters import claude_code
+from convarch.adapters import get
 from convarch.etl.ingest import ingest
 from convarch.etl.layout import Layout
+roots = []
+for arg in sys.argv[2:]:            # source=root
+    adapter = get(arg.split("=", 1)[0])
+    roots.append((adapter, adapter.resolve_root(Path(arg.split("=", 1)[1]))))
 t = time.perf_counter()
-s = ingest(Layout(Path(sys.argv[1])), [(claude_code, claude_code.resolve_root(Path(sys.argv[2])))])
+s = ingest(Layout(Path(sys.argv[1])), roots)
 print(json.dumps({"seconds": time.perf_counter() - t, "index_seconds": s.index_seconds,
                   "extract_seconds": s.extract_seconds,
                   "chain_seconds": s.chain_seconds, "compact_seconds": s.compact_seconds,
@@ -94,8 +98,9 @@ def archive_floor(files: list[str], scratch: Path) -> float:
     return seconds
 
 
-def duckdb_parse(glob: str) -> float:
-    """Seconds for DuckDB's fastest raw path: lines read as text, each parsed once."""
+def duckdb_parse(globs: list[str]) -> float:
+    """Seconds for DuckDB's fastest raw path: lines read as text, each parsed once (into a
+    Claude-shaped struct; a Codex line is parsed just the same and yields nulls)."""
     import duckdb
 
     con = duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False})
@@ -105,13 +110,17 @@ def duckdb_parse(glob: str) -> float:
         "'{\"type\":\"VARCHAR\",\"uuid\":\"VARCHAR\",\"parentUuid\":\"VARCHAR\",\"timestamp\":\"VARCHAR\","
         "\"message\":{\"role\":\"VARCHAR\",\"content\":\"JSON\"}}') as j from read_csv(?, columns={'line':'VARCHAR'}, "
         "delim=E'\\x01', quote='', escape='', header=false, auto_detect=false, max_line_size=16000000))",
-        [glob],
+        [globs],
     ).fetchall()
     return time.perf_counter() - t
 
 
-def run_ingest(db: Path, root: Path) -> dict:
-    out = subprocess.run([sys.executable, "-c", INGEST, str(db), str(root)], capture_output=True, text=True)
+def run_ingest(db: Path, corpus: Path) -> dict:
+    """Ingest every store of a generated corpus (its `claude/` and `codex/` folders) in a
+    process of its own, so its peak RSS is its own."""
+    stores = [f"{name}={corpus / folder}" for name, folder in (("claude_code", "claude"), ("codex", "codex"))
+              if (corpus / folder).is_dir()]
+    out = subprocess.run([sys.executable, "-c", INGEST, str(db), *stores], capture_output=True, text=True)
     if out.returncode:
         sys.exit(f"ingest failed:\n{out.stderr}")
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -171,17 +180,18 @@ def main() -> None:
 
     limit_s = parse_limit(files)
     floor_s = archive_floor(files, work / "floor")
-    duck_s = duckdb_parse(str(work / "corpus" / "claude" / "projects" / "**" / "*.jsonl"))
+    duck_s = duckdb_parse([str(work / "corpus" / "claude" / "projects" / "**" / "*.jsonl"),
+                           str(work / "corpus" / "codex" / "sessions" / "**" / "*.jsonl")])
     db = work / "wh" / "convarch.duckdb"
-    full = run_ingest(db, work / "corpus" / "claude")
-    again = run_ingest(db, work / "corpus" / "claude")
-    appended = sorted(files)[:5]
+    full = run_ingest(db, work / "corpus")
+    again = run_ingest(db, work / "corpus")
+    appended = sorted(f for f in files if "/claude/" in f)[:3] + sorted(f for f in files if "/codex/" in f)[:2]
     for f in appended:
         lines = Path(f).read_text().splitlines()[-10:]
         with open(f, "a") as fh:
             fh.write("\n".join(lines) + "\n")
     t = time.perf_counter()
-    append = run_ingest(db, work / "corpus" / "claude")
+    append = run_ingest(db, work / "corpus")
     append["wall"] = time.perf_counter() - t
 
     # the search index and the chains are derived data, and merging small files is upkeep:
@@ -250,7 +260,7 @@ def main() -> None:
     cdb = work / "chains" / "convarch.duckdb"
     cbytes = cached(args.out / "cache" / f"chains-{args.chain_sessions}x{args.chain_records}",
                     lambda d: generate_chain_corpus(d, args.chain_sessions, args.chain_records), work / "chain_corpus")
-    cingest = run_ingest(cdb, work / "chain_corpus" / "claude")
+    cingest = run_ingest(cdb, work / "chain_corpus")
     con = convarch.connect(cdb)
     t = time.perf_counter()
     n = con.execute("select count(*) from chain_messages").fetchone()[0]
@@ -265,7 +275,7 @@ def main() -> None:
 
     hdb = work / "handoff" / "convarch.duckdb"
     generate_chain_corpus(work / "handoff_corpus", 1, 20000, seed=5)
-    run_ingest(hdb, work / "handoff_corpus" / "claude")
+    run_ingest(hdb, work / "handoff_corpus")
     con = convarch.connect(hdb)
     sid = con.execute("select session_id from sessions").fetchone()[0]
     t = time.perf_counter()
@@ -280,7 +290,7 @@ def main() -> None:
     (args.out / "latest.json").write_text(json.dumps(results, indent=2))
     i, s, c, h = results["ingest"], results["search"], results["chains"], results["handoff"]
     print(f"""
-corpus            {mb:.0f} MB, {corpus['files']} files, {i['records']} records
+corpus            {mb:.0f} MB ({corpus['codex_bytes'] / nbytes:.0%} Codex rollouts, the rest Claude Code), {corpus['files']} files, {i['records']} records
 ingest            {i['seconds_without_index']} s = {i['mb_per_s']} MB/s (snapshot, parse, load, publish)
   + derived data  search index {i['index_seconds']} s, chains {i['chain_seconds']} s; merging small files {i['compact_seconds']} s; all in {i['mb_per_s_with_index']} MB/s
   vs parse limit  orjson on {os.cpu_count()} cores {i['parse_limit_mb_per_s']} MB/s -> ratio {i['ratio_to_parse_limit']} (target >= 0.3)
