@@ -47,7 +47,9 @@ from convarch.adapters.base import Extract, RootError, SourceFile
 NAME = "codex"
 TITLE = "Codex CLI"
 ENV_VARS = ("CODEX_HOME",)
-EXTRACT = Extract(records="extract/codex__records", blocks="extract/codex__blocks")
+# every line becomes one row of the records SQL (every record type is kept), so lines that
+# open with '{' are parsed without a check first (adapters/base.py)
+EXTRACT = Extract(records="extract/codex__records", blocks="extract/codex__blocks", one_parsed_row_per_line=True)
 
 #: The folders of a Codex home that hold rollouts.
 STORE_DIRS = ("sessions", "archived_sessions")

@@ -346,6 +346,24 @@ def test_bad_inputs_are_quarantined_with_a_reason_and_the_rest_loads(tmp_path):
         (0, datetime(2025, 4, 20, 10, 0))]
 
 
+def test_malformed_lines_that_open_like_objects_are_quarantined(tmp_path):
+    """Codex lines starting with '{' are parsed without a check first (the records SQL fails
+    on a broken one); each broken line must still be quarantined and cost no other line."""
+    sid = "019e4000-0000-7000-8000-000000000077"
+    lines = [json.dumps(r) for r in _session(sid, "Tidy the parser")]
+    broken = [lines[1][: len(lines[1]) // 2], lines[2] + ' {"type": "event_msg"}', '{"type": "event_msg", "x": tru}']
+    day = tmp_path / "codex" / "sessions" / "2026" / "05" / "05"
+    day.mkdir(parents=True)
+    (day / f"rollout-2026-05-05T10-00-00-{sid}.jsonl").write_text(
+        "\n".join([lines[0], broken[0], lines[1], broken[1], lines[2], broken[2]]) + "\n")
+    db = tmp_path / "w.duckdb"
+    assert run(db, tmp_path / "codex").records_added == 3
+    assert rows(db, "select line_no, reason from quarantine order by line_no") == [
+        (2, "invalid_json"), (4, "invalid_json"), (6, "invalid_json")]
+    assert rows(db, "select line_no from stg_records order by line_no") == [(1,), (3,), (5,)]
+    assert scalar(db, "select title from sessions") == "Tidy the parser"
+
+
 def test_legacy_json_rollout_becomes_envelope_lines(tmp_path):
     sid = "019e4aaa-0000-7000-8000-00000000abcd"
     items = [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]},
