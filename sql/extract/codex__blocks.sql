@@ -1,6 +1,7 @@
 -- grain: one row per content block of a Codex record (text, image, thinking, tool_use, tool_result)
--- input: records_batch (the output of codex__records, whose `content` is a list of normalized
---        blocks {type, text, call_id, name, input, output, is_error, media_type, data_chars});
+-- input: records_batch (the output of codex__records, whose `content` is a typed list of
+--        normalized blocks {type, text, call_id, name, input, output, is_error, media_type,
+--        data_chars}: unnested as it is, never written out as JSON and parsed back);
 --        a web search or image generation call, which carries its own result, has two blocks
 with exploded as (
     select
@@ -11,14 +12,10 @@ with exploded as (
         line_no,
         message_id,
         month,
-        unnest(json_transform(content, '[{
-            "type": "VARCHAR", "text": "VARCHAR", "call_id": "VARCHAR", "name": "VARCHAR",
-            "input": "JSON", "output": "VARCHAR", "is_error": "BOOLEAN",
-            "media_type": "VARCHAR", "data_chars": "BIGINT"
-        }]')) as b,
-        unnest(range(json_array_length(content)::bigint)) as block_index
+        unnest(content) as b,
+        unnest(range(len(content))) as block_index
     from records_batch
-    where json_type(content) = 'ARRAY'
+    where content is not null
 ),
 
 final as (

@@ -27,9 +27,34 @@ with parsed as (
         l.line_no,
         l.byte_offset,
         l.line,
+        -- one parse of the line: the envelope and its payload at once (the payload's shape is
+        -- the same as the early format's bare item below; keep the two alike)
         json_transform(l.line, '{
             "timestamp": "VARCHAR", "type": "VARCHAR", "record_type": "VARCHAR",
-            "id": "VARCHAR", "payload": "JSON"
+            "id": "VARCHAR", "payload": {
+                "type": "VARCHAR", "role": "VARCHAR", "id": "VARCHAR", "call_id": "VARCHAR",
+                "name": "VARCHAR", "namespace": "VARCHAR", "arguments": "JSON", "input": "JSON",
+                "output": "JSON", "status": "VARCHAR", "action": "JSON", "success": "BOOLEAN",
+                "content": "JSON", "summary": "JSON", "encrypted_content": "VARCHAR",
+                "message": "JSON", "text": "VARCHAR", "thread_name": "VARCHAR",
+                "revised_prompt": "VARCHAR", "result": "VARCHAR", "tools": "JSON",
+                "timestamp": "VARCHAR", "cwd": "VARCHAR", "cli_version": "VARCHAR", "source": "JSON",
+                "model": "VARCHAR", "collaboration_mode": {"settings": {"model": "VARCHAR"}},
+                "git": {"branch": "VARCHAR"},
+                "forked_from_id": "VARCHAR", "parent_thread_id": "VARCHAR",
+                "info": {
+                    "total_token_usage": {
+                        "input_tokens": "BIGINT", "cached_input_tokens": "BIGINT",
+                        "cache_write_input_tokens": "BIGINT", "output_tokens": "BIGINT"
+                    },
+                    "last_token_usage": {
+                        "input_tokens": "BIGINT", "cached_input_tokens": "BIGINT",
+                        "cache_write_input_tokens": "BIGINT", "output_tokens": "BIGINT"
+                    }
+                },
+                "input_tokens": "BIGINT", "cached_input_tokens": "BIGINT",
+                "cache_write_input_tokens": "BIGINT", "output_tokens": "BIGINT"
+            }
         }') as e
     from lines as l
 ),
@@ -51,15 +76,17 @@ enveloped as (
             when e.type is null and e.id is not null then 'session_meta'
             when e.type is not null then 'response_item'
             else 'unknown'
-        end as record_type,
-        case when is_envelope then e.payload else line::JSON end as p
+        end as record_type
     from framed
 ),
 
 payloads as (
     select
         *,
-        json_transform(p, '{
+        case
+            when is_envelope then e.payload
+            -- the early format: the line is the bare item, parsed again (such files are rare)
+            else json_transform(line, '{
             "type": "VARCHAR", "role": "VARCHAR", "id": "VARCHAR", "call_id": "VARCHAR",
             "name": "VARCHAR", "namespace": "VARCHAR", "arguments": "JSON", "input": "JSON",
             "output": "JSON", "status": "VARCHAR", "action": "JSON", "success": "BOOLEAN",
@@ -82,35 +109,39 @@ payloads as (
             },
             "input_tokens": "BIGINT", "cached_input_tokens": "BIGINT",
             "cache_write_input_tokens": "BIGINT", "output_tokens": "BIGINT"
-        }') as j
+        }')
+        end as j
     from enveloped
 ),
 
+-- j's JSON-typed fields (content, summary, message, arguments, input, output) are minified
+-- JSON text made by json_transform, so the first character tells their type without parsing
+-- them again: '"' a string, '[' an array, '{' an object (a JSON null is SQL NULL)
 shaped as (
     select
         *,
         case when record_type in ('response_item', 'event_msg') then j.type end as ptype,
-        case when json_type(j.content) = 'ARRAY'
+        case when starts_with(j.content, '[')
             then json_transform(j.content, '[{"type": "VARCHAR", "text": "VARCHAR", "image_url": "VARCHAR"}]')
         end as parts,
-        case when json_type(j.summary) = 'ARRAY'
+        case when starts_with(j.summary, '[')
             then json_transform(j.summary, '[{"type": "VARCHAR", "text": "VARCHAR"}]')
         end as summary_parts,
-        case when json_type(j.message) = 'VARCHAR' then j.message ->> '$' end as message_text,
+        case when starts_with(j.message, '"') then j.message ->> '$' end as message_text,
         -- a tool's arguments or input: parsed when it is JSON text, else kept as a JSON string
         case
-            when json_type(coalesce(j.arguments, j.input)) = 'VARCHAR' then
+            when starts_with(coalesce(j.arguments, j.input), '"') then
                 case
                     when json_valid(coalesce(j.arguments, j.input) ->> '$')
-                        then (coalesce(j.arguments, j.input) ->> '$')::JSON
+                        then json(coalesce(j.arguments, j.input) ->> '$')
                     else coalesce(j.arguments, j.input)
                 end
             else coalesce(j.arguments, j.input)
         end as tool_args,
         -- a tool output: text, an array of content items, or (before 2026) a JSON string
         -- {"output": ..., "metadata": {"exit_code": ...}}
-        case when json_type(j.output) = 'VARCHAR' then j.output ->> '$' end as output_string,
-        case when json_type(j.output) = 'ARRAY'
+        case when starts_with(j.output, '"') then j.output ->> '$' end as output_string,
+        case when starts_with(j.output, '[')
             then json_transform(j.output, '[{"type": "VARCHAR", "text": "VARCHAR"}]')
         end as output_parts
     from payloads
@@ -120,7 +151,7 @@ texts as (
     select
         *,
         case
-            when json_type(j.content) = 'VARCHAR' then [j.content ->> '$']
+            when starts_with(j.content, '"') then [j.content ->> '$']
             else list_filter(
                 list_transform(parts, lambda x: case
                     when x.type in ('input_text', 'output_text', 'text', 'reasoning_text') then x.text end),
@@ -128,7 +159,8 @@ texts as (
         end as text_parts,
         case
             when output_string is null then null
-            when json_valid(output_string) then
+            -- only text that opens like an object is parsed to find out
+            when regexp_matches(output_string, '^\s*\{') and json_valid(output_string) then
                 case when json_type(output_string) = 'OBJECT' then output_string::JSON end
         end as output_wrapper
     from shaped
@@ -176,7 +208,7 @@ roles as (
             when output_parts is not null then array_to_string(
                 list_filter(list_transform(output_parts, lambda x: x.text), lambda t: t is not null),
                 chr(10))
-            when json_type(j.output) = 'OBJECT'
+            when starts_with(j.output, '{')
                 then coalesce(j.output ->> '$.text', j.output ->> '$.content', j.output::VARCHAR)
             when ptype = 'tool_search_output' then j.tools::VARCHAR
             else j.output ->> '$'
@@ -221,7 +253,7 @@ blocks_of as (
                     'input': null::JSON, 'output': null::VARCHAR, 'is_error': null::BOOLEAN,
                     'media_type': null::VARCHAR, 'data_chars': null::BIGINT
                 })
-            when ptype = 'reasoning' and json_type(j.summary) = 'VARCHAR' then [{
+            when ptype = 'reasoning' and starts_with(j.summary, '"') then [{
                     'type': 'thinking', 'text': j.summary ->> '$', 'call_id': null::VARCHAR,
                     'name': null::VARCHAR, 'input': null::JSON, 'output': null::VARCHAR,
                     'is_error': null::BOOLEAN, 'media_type': null::VARCHAR, 'data_chars': null::BIGINT
@@ -293,7 +325,10 @@ typed as (
                 and try_cast(b.j.timestamp as timestamptz) is not null then b.j.timestamp
             else b.e.timestamp
         end as timestamp_raw,
-        b.j,
+        -- only the payload fields read after this point, so the wide payload (its content and
+        -- output text) is not carried through the running values below
+        struct_pack(cwd := b.j.cwd, git := b.j.git, cli_version := b.j.cli_version,
+                    summary := b.j.summary, text := b.j.text, thread_name := b.j.thread_name) as j,
         b.text_parts,
         b.summary_parts,
         b.message_text,
@@ -335,9 +370,12 @@ flagged as (
     from typed
 ),
 
-windowed as (
+-- the running values over each file's earlier lines, computed over the few narrow columns they
+-- need: a window over the wide rows would sort every line's text along with them
+running as (
     select
-        *,
+        file_id,
+        line_no,
         max(case when is_usage then line_no end) over w as prev_usage_line,
         last_value(case when is_usage then usage_sig end ignore nulls) over w as prev_usage_sig,
         max(case when is_output then line_no end) over w as prev_output_line,
@@ -347,6 +385,12 @@ windowed as (
         ) as turn_model
     from flagged
     window w as (partition by file_id order by line_no rows between unbounded preceding and 1 preceding)
+),
+
+windowed as (
+    select f.*, r.prev_usage_line, r.prev_usage_sig, r.prev_output_line, r.turn_model
+    from flagged as f
+    join running as r using (file_id, line_no)
 ),
 
 classified as (
@@ -389,7 +433,7 @@ classified as (
             when record_type = 'response_item' and ptype = 'reasoning' then coalesce(
                 nullif(array_to_string(list_filter(
                     list_transform(summary_parts, lambda x: x.text), lambda t: t is not null), chr(10)), ''),
-                case when json_type(j.summary) = 'VARCHAR' then j.summary ->> '$' end,
+                case when starts_with(j.summary, '"') then j.summary ->> '$' end,
                 nullif(array_to_string(text_parts, chr(10)), ''))
             when record_type = 'event_msg' and ptype in ('user_message', 'agent_message') then message_text
             when record_type = 'event_msg' and ptype in ('agent_reasoning', 'agent_reasoning_raw_content')
@@ -404,7 +448,7 @@ classified as (
         u_cached,
         u_write,
         u_output,
-        case when blocks is not null then to_json(blocks) end as content,
+        blocks as content,
         line as raw,
         text_parts
     from windowed
