@@ -1,0 +1,55 @@
+"""The benchmark's synthetic corpus is only worth measuring if convarch reads all of it the way
+it reads a real store: both sources, every line loaded, nothing quarantined, tool calls matched
+to their results and Codex token counts kept."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from conftest import REPO, tree_fingerprint
+from convarch.adapters import claude_code, codex
+from convarch.etl.ingest import ingest
+from convarch.etl.layout import Layout
+from helpers import rows, scalar
+
+sys.path.insert(0, str(REPO / "bench"))
+from generate import CODEX_SHARE, generate  # noqa: E402
+
+
+def test_generated_corpus_mixes_sources_and_loads_completely(tmp_path):
+    corpus = tmp_path / "corpus"
+    info = generate(corpus, 3)
+    claude_files = sorted((corpus / "claude" / "projects").rglob("*.jsonl"))
+    codex_files = sorted((corpus / "codex" / "sessions").rglob("rollout-*.jsonl"))
+    assert claude_files and codex_files
+    total = sum(f.stat().st_size for f in claude_files + codex_files)
+    assert info["bytes"] == total and info["files"] == len(claude_files) + len(codex_files)
+    # a rollout is written only while Codex is below its share, so the share is overshot by one
+    # rollout at most (a small corpus can fall short of it: one Claude file may be most of it)
+    codex_bytes = sum(f.stat().st_size for f in codex_files)
+    assert info["codex_bytes"] == codex_bytes
+    assert codex_bytes - max(f.stat().st_size for f in codex_files) < CODEX_SHARE * total
+    lines = {f: sum(1 for ln in f.read_bytes().splitlines() if ln.strip()) for f in claude_files + codex_files}
+    for f in codex_files:      # each rollout opens with its own thread's session_meta
+        first = json.loads(f.read_bytes().splitlines()[0])
+        assert first["type"] == "session_meta" and f.stem.endswith(first["payload"]["id"])
+
+    before = tree_fingerprint(corpus)
+    db = tmp_path / "w.duckdb"
+    s = ingest(Layout(db), [(claude_code, claude_code.resolve_root(corpus / "claude")),
+                            (codex, codex.resolve_root(corpus / "codex"))])
+    assert tree_fingerprint(corpus) == before
+    assert s.records_added == sum(lines.values())
+    assert scalar(db, "select count(*) from quarantine") == 0
+    per_source = dict(rows(db, "select source, count(*) from stg_records group by 1"))
+    assert per_source == {"claude_code": sum(lines[f] for f in claude_files),
+                          "codex": sum(lines[f] for f in codex_files)}
+    assert scalar(db, "select count(*) from sessions where source = 'codex'") == len(codex_files)
+    # every call the generator made got its output
+    assert rows(db, "select source, count(*) filter (where output_text is null) from tool_calls group by 1 order by 1") == [
+        ("claude_code", 0), ("codex", 0)]
+    # Codex's token counts: one counted row per model request the generator wrote
+    requests = sum(1 for f in codex_files for ln in f.read_bytes().splitlines()
+                   if json.loads(ln)["payload"].get("type") == "token_count")
+    assert scalar(db, "select count(*) from usage where source = 'codex'") == requests
