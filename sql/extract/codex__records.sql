@@ -159,9 +159,9 @@ texts as (
         end as text_parts,
         case
             when output_string is null then null
-            -- only text that opens like an object is parsed to find out
-            when regexp_matches(output_string, '^\s*\{') and json_valid(output_string) then
-                case when json_type(output_string) = 'OBJECT' then output_string::JSON end
+            -- only text that opens like an object is parsed; valid JSON that opens so is one
+            when regexp_matches(output_string, '^\s*\{') and json_valid(output_string)
+                then output_string::JSON
         end as output_wrapper
     from shaped
 ),
