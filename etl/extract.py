@@ -102,12 +102,26 @@ def _numbering_order(changed: list[Planned]) -> list[Planned]:
     return [p for _, p in sorted(enumerate(changed), key=key)]
 
 
+def _number_new_files(state, changed: list[Planned]) -> None:
+    """Give new files their ids from the state database's sequence, on this thread, in one
+    statement. A statement per file commits to the state file each time: 915 ids took 1.8 s
+    (against 5 ms) before any worker could start on the 1 GB bench corpus, and a store of one
+    file per event (OpenHands) has tens of thousands. Files seen before keep their id."""
+    for p in changed:
+        if p.action != "new":
+            p.file_id = p.prev["file_id"]
+    new = [p for p in _numbering_order(changed) if p.action == "new"]
+    if not new:
+        return
+    ids = sorted(i for (i,) in state.execute("select nextval('file_id_seq') from range(?)", [len(new)]).fetchall())
+    for p, i in zip(new, ids, strict=True):
+        p.file_id = i
+
+
 def extract(staging, run_id, state, changed: list[Planned], summary: Summary, progress, workers: Workers):
     """Snapshot and parse every changed file on the workers; return the Parquet written, the
     watermark updates, the sessions seen and each batch's row groups (for the index)."""
-    for p in _numbering_order(changed):     # ids come from the state database, on this thread
-        p.file_id = (state.execute("select nextval('file_id_seq')").fetchone()[0] if p.action == "new"
-                     else p.prev["file_id"])
+    _number_new_files(state, changed)
     snapdir = staging / "snap"
     snapdir.mkdir(mode=0o700)
     batch_numbers = itertools.count()
