@@ -18,6 +18,10 @@ LINES_SCHEMA = pa.schema(
     [("file_id", pa.int64()), ("line_no", pa.int64()), ("byte_offset", pa.int64()), ("line", pa.string())]
 )
 READ_CHUNK = 32 << 20
+# Arrow's cut costs ~0.7 ms a call whatever the size, Python's split grows with the bytes: below
+# this the Python split is the faster (a 1 KB file 0.77 ms -> 0.07 ms; even at 100 KB), and
+# stores of one small file per event or per task are made of such files
+SMALL_BODY = 64 << 10
 BOM = b"\xef\xbb\xbf"
 
 
@@ -76,7 +80,8 @@ def _cut(mm: mmap.mmap, size: int, file_id: int, offset: int, line_no: int,
                 cut = size - 1
         body = data.slice(pos, cut + 1 - pos)
         pos = cut + 1
-        done = _split_fast(body, file_id, line_no, offset) if transform is None else None
+        fast = transform is None and body.size >= SMALL_BODY
+        done = _split_fast(body, file_id, line_no, offset) if fast else None
         batch, line_no, offset = done or _split(body.to_pybytes(), file_id, line_no, offset, transform)
         del body
         yield batch

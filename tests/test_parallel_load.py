@@ -113,16 +113,18 @@ def test_arrow_cut_matches_the_python_cut(parts, newline_at_end, offset, first):
 
 @settings(max_examples=150, deadline=None)
 @given(parts=st.lists(LINE | st.binary(min_size=20, max_size=60).map(lambda b: b.replace(b"\n", b"x")), max_size=14),
-       newline_at_end=st.booleans(), chunk=st.sampled_from([1, 7, 16, 64]))
-def test_cutting_a_snapshot_in_chunks_changes_nothing(tmp_path_factory, parts, newline_at_end, chunk):
+       newline_at_end=st.booleans(), chunk=st.sampled_from([1, 7, 16, 64]), small=st.sampled_from([0, 32]))
+def test_cutting_a_snapshot_in_chunks_changes_nothing(tmp_path_factory, parts, newline_at_end, chunk, small):
     """Chunks end at a line's end whatever their size, lines longer than a chunk included: the
-    same lines, numbers, offsets and bad lines as one cut of the whole file."""
+    same lines, numbers, offsets and bad lines as one cut of the whole file, whether a chunk is
+    cut by Arrow or, being small, by Python."""
     body = b"\n".join(parts) + (b"\n" if newline_at_end else b"")
     path = tmp_path_factory.mktemp("cut") / "snap.jsonl"
     path.write_bytes(body)
     whole, _, _ = lines._split(body, 3, 5, 100)
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(lines, "READ_CHUNK", chunk)
+        mp.setattr(lines, "SMALL_BODY", small)
         batches = list(lines.split_snapshot(path, 3, 100, 5))
     got = [r for b in batches for r in b.table.to_pylist()]
     assert got == whole.table.to_pylist()
