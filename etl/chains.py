@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import duckdb
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from convarch import sql
@@ -128,8 +129,15 @@ def _file_id_range(path: str) -> tuple[int, int] | None:
 
 def _build_group(con: duckdb.DuckDBPyConnection, parts: PartitionFiles, epochs: list[tuple[int, int, str]],
                  files: dict[str, list[str]], run_id: int) -> None:
-    con.execute("create or replace temp table wanted (file_id bigint, epoch integer, source varchar)")
-    con.executemany("insert into wanted values (?, ?, ?)", epochs)
+    # one Arrow table, not a statement per file: executemany cost ~1 ms a row here, 4.6 s for
+    # a group of 4,200 small files (a store of one file per event)
+    con.register("wanted_rows", pa.table({
+        "file_id": pa.array([e[0] for e in epochs], pa.int64()),
+        "epoch": pa.array([e[1] for e in epochs], pa.int32()),
+        "source": pa.array([e[2] for e in epochs], pa.string()),
+    }))
+    con.execute("create or replace temp table wanted as select * from wanted_rows")
+    con.unregister("wanted_rows")
     ids = ", ".join(str(int(fid)) for fid in sorted({e[0] for e in epochs}))
     for table in ("records", "blocks"):
         # read once into a table: every chain step reads these, and binding a view over all
