@@ -121,7 +121,9 @@ class BatchWriter:
         con = self.con
         groups: list[RowGroup] = []
         if self.tables:
-            lines_all = pa.concat_tables(self.tables)
+            # one chunk: DuckDB pays ~2 ms for each Arrow chunk it scans in the records query, so
+            # a batch of 1,100 small files (a chunk each) took 2.8 s instead of 0.16 s
+            lines_all = pa.concat_tables(self.tables).combine_chunks()
             con.register("batch_files", self._files_table())
             self._records_batch(lines_all)
             con.execute(sql.read("extract/fill_month"))
