@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 CONVARCH := $(VENV)/bin/convarch
 DEMO_DB := .convarch-demo/convarch.duckdb
 
-.PHONY: run test install install-test bench clean
+.PHONY: run test install install-test bench bench-sources clean
 
 $(VENV)/bin/activate:
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +35,11 @@ test: install-test
 bench: $(VENV)/bin/activate
 	$(PY) -m pip install --quiet -e '.[bench]' --config-settings editable_mode=strict
 	$(PY) bench/run.py $(BENCH_ARGS)
+
+## The bench's every-source section alone: per-file and per-record cost of each adapter.
+bench-sources: $(VENV)/bin/activate
+	$(PY) -m pip install --quiet -e '.[bench]' --config-settings editable_mode=strict
+	$(PY) bench/sources.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) .convarch-demo build *.egg-info

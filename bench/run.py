@@ -3,10 +3,10 @@
 Every figure is printed with its ratio to a baseline measured here, on the same files:
 ingest against orjson parsing every line on all cores (the parse limit), against DuckDB's
 own fastest raw parse, and against parsing every line and keeping it as zstd Parquet (the
-least an archive of raw lines does); a no-change re-ingest against the full ingest; and so
-on. Results are also written as JSON so a later run can be compared with this one.
+least an archive of raw lines does); a no-change re-ingest against the full ingest; each
+source's cost per file against Claude Code's (bench/sources.py); and so on. Results are also written as JSON so a later run can be compared with this one.
 
-Usage: python bench/run.py [--mb 1000] [--chain-sessions 1000] [--chain-records 2000] [--quick]
+Usage: python bench/run.py [--mb 1000] [--chain-sessions 1000] [--chain-records 2000] [--source-files 500] [--quick]
 """
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from generate import VERSION, generate, generate_chain_corpus  # noqa: E402
+from sources import every_source, report  # noqa: E402
 
 INGEST = """
 import json, resource, sys, time
@@ -159,11 +160,13 @@ def main() -> None:
     ap.add_argument("--mb", type=int, default=1000, help="size of the mixed corpus")
     ap.add_argument("--chain-sessions", type=int, default=1000)
     ap.add_argument("--chain-records", type=int, default=2000)
+    ap.add_argument("--source-files", type=int, default=500,
+                    help="about this many files of each source in the every-source section (0: skip it)")
     ap.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
     ap.add_argument("--out", type=Path, default=HERE / "out")
     args = ap.parse_args()
     if args.quick:
-        args.mb, args.chain_sessions, args.chain_records = 50, 50, 500
+        args.mb, args.chain_sessions, args.chain_records, args.source_files = 50, 50, 500, 100
     work = args.out / "work"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
@@ -284,6 +287,10 @@ def main() -> None:
     con.close()
     results["handoff"] = {"turns": 10000, "records": 20000, "render_seconds": round(render_s, 2), "chars": len(doc)}
 
+    if args.source_files:
+        print("every source …", flush=True)
+        results["sources"] = every_source(INGEST, work / "sources", args.source_files)
+
     args.out.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%dT%H%M%S")
     (args.out / f"results-{stamp}.json").write_text(json.dumps(results, indent=2))
@@ -304,6 +311,8 @@ search            p50 {s['p50_ms']} ms, p95 {s['p95_ms']} ms per CLI call (proce
 chains            {c['sessions']} x {c['records_per_session']}: built in {c['build_seconds']} s at ingest -> ratio to parsing and loading them {c['ratio_to_parse_load']}; reading all {c['chain_rows']} rows {c['read_all_seconds']} s
 handoff           {h['turns']:,} turns ({h['records']:,} records) rendered in {h['render_seconds']} s ({h['chars']} chars)
 results           {args.out / 'latest.json'}""")
+    if "sources" in results:
+        print(report(results["sources"]))
 
 
 if __name__ == "__main__":
