@@ -139,6 +139,35 @@ def test_rewritten_file_replaces_its_rows(tmp_path):
     assert scalar(db, "select max(file_epoch) from lake_records") == 2
 
 
+def test_watermarks_of_appended_rewritten_touched_and_gone_files_in_one_run(tmp_path):
+    """The state rows of several files changed in different ways by one run are written
+    together; each file's row must still get its own values."""
+    root = tmp_path / "claude"
+    files = {n: make_store(tmp_path, story(n), name=n)[1] for n in ("grow", "redo", "touch", "drop", "same")}
+    db = tmp_path / "w.duckdb"
+    assert run(db, root).records_added == 20
+    with open(files["grow"], "a") as fh:
+        fh.write(json.dumps(user("u9", "a2", "One more", "2026-05-01T10:02:00.000Z", "grow")) + "\n")
+    write_jsonl(files["redo"], story("redo")[:2])            # shorter, different: a rewrite
+    st = files["touch"].stat()
+    os.utime(files["touch"], ns=(st.st_atime_ns, st.st_mtime_ns + 5_000_000_000))
+    files["drop"].unlink()
+    s = run(db, root)
+    assert s.records_added == 3
+    got = {Path(p).stem: r for p, *r in rows(
+        db, 'select path, records, epoch, "offset", size, lines_read, gone, mtime_ns from source_files')}
+    assert {k: v[:6] for k, v in got.items()} == {
+        "grow": [5, 1, files["grow"].stat().st_size, files["grow"].stat().st_size, 5, False],
+        "redo": [2, 2, files["redo"].stat().st_size, files["redo"].stat().st_size, 2, False],
+        "touch": [4, 1, st.st_size, st.st_size, 4, False],
+        "drop": [4, 1, got["drop"][2], got["drop"][3], 4, True],
+        "same": [4, 1, files["same"].stat().st_size, files["same"].stat().st_size, 4, False],
+    }
+    assert got["touch"][6] == st.st_mtime_ns + 5_000_000_000
+    # a deleted transcript's rows stay in the archive
+    assert (run(db, root).files_changed, scalar(db, "select count(*) from stg_records")) == (0, 19)
+
+
 def test_bad_lines_are_quarantined_and_the_rest_loads(tmp_path):
     recs = story()
     lines = [json.dumps(r) for r in recs]
