@@ -10,7 +10,7 @@ from convarch.etl.warehouse import connect
 
 @click.command()
 @click.option("--source", help="Only this source.")
-@click.option("--reason", help="Only this reason (invalid_json, invalid_utf8, not_object, truncated_tail, "
+@click.option("--reason", help="Only this reason (invalid_json, invalid_utf8, not_object, too_large, truncated_tail, "
                                 "malformed_row, unreadable_container).")
 @click.option("--limit", default=100, show_default=True, type=click.IntRange(min=1))
 @format_option

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import duckdb
 import pyarrow as pa
+import pyarrow.compute  # noqa: F401 - pa.compute, for a line's length
 import pyarrow.parquet as pq
 
 from convarch import sql
@@ -43,6 +44,11 @@ QUARANTINE_SCHEMA = pa.schema(
         ("month", pa.string()),
     ]
 )
+
+# a single line that does not load within a worker's memory gets this many times its bytes,
+# within the cap, before it is quarantined as too_large (a 50 MB line gets 1.4 GB and loads)
+LINE_MEMORY_FACTOR = 24
+LINE_MEMORY_CAP_MB = 4096
 
 BATCH_FILES_SCHEMA = pa.schema(
     [
@@ -125,19 +131,8 @@ class BatchWriter:
             # a batch of 1,100 small files (a chunk each) took 2.8 s instead of 0.16 s
             lines_all = pa.concat_tables(self.tables).combine_chunks()
             con.register("batch_files", self._files_table())
-            self._records_batch(lines_all)
-            con.execute(sql.read("extract/fill_month"))
-            con.execute(f"create or replace temp table blocks_batch as {sql.read(self.extract.blocks)}")
-            for fid, n in con.execute("select file_id, count(*) from records_batch group by 1").fetchall():
-                self.records_by_file[fid] = self.records_by_file.get(fid, 0) + n
-            self.sessions.update(
-                (s, sid) for s, sid in con.execute("select distinct source, session_id from records_batch").fetchall()
-            )
-            groups += self.parts.write(con, "records", sql.read("extract/stored_records"))
-            groups += self.parts.write(con, "blocks", "select * from blocks_batch")
-            con.unregister("lines")
+            groups += self._load_lines(lines_all)
             con.unregister("batch_files")
-            con.execute("drop table records_batch; drop table blocks_batch")
         if self.bad:
             con.register("quarantine_batch", self._quarantine_table())
             for fid, n in con.execute("select file_id, count(*) from quarantine_batch group by 1").fetchall():
@@ -151,6 +146,66 @@ class BatchWriter:
         self.bad.clear()
         self.files = {}
         self.pending_bytes = 0
+
+    def _load_lines(self, lines: pa.Table, roomy: bool = False) -> list[RowGroup]:
+        """Parse, normalize and write a batch's lines; returns their row groups.
+
+        DuckDB's memory for the adapter's queries grows with the bytes in each vector of 2,048
+        rows, ten times them and more: a batch of big lines (tool results of 50 KB) ran out of
+        a worker's memory where the same bytes in small lines load easily, and ended the whole
+        run. So on running out of memory the lines are loaded in halves; a single line that
+        still does not fit is tried once more with room for it (_load_alone), and only then
+        quarantined as too_large with its bytes. Nothing is written until the queries have
+        succeeded, so no half is written twice."""
+        con = self.con
+        bad_before = len(self.bad)
+        try:
+            self._records_batch(lines)
+            con.execute(sql.read("extract/fill_month"))
+            con.execute(f"create or replace temp table blocks_batch as {sql.read(self.extract.blocks)}")
+        except duckdb.OutOfMemoryException as exc:
+            con.execute("drop table if exists records_batch; drop table if exists blocks_batch")
+            con.unregister("lines")
+            del self.bad[bad_before:]          # the halves set their own bad lines aside again
+            if lines.num_rows > 1:
+                half = lines.num_rows // 2
+                return self._load_lines(lines.slice(0, half)) + self._load_lines(lines.slice(half))
+            if not roomy:
+                return self._load_alone(lines)
+            self._too_large(lines, exc)
+            return []
+        for fid, n in con.execute("select file_id, count(*) from records_batch group by 1").fetchall():
+            self.records_by_file[fid] = self.records_by_file.get(fid, 0) + n
+        self.sessions.update(
+            (s, sid) for s, sid in con.execute("select distinct source, session_id from records_batch").fetchall()
+        )
+        groups = self.parts.write(con, "records", sql.read("extract/stored_records"))
+        groups += self.parts.write(con, "blocks", "select * from blocks_batch")
+        con.unregister("lines")
+        con.execute("drop table records_batch; drop table blocks_batch")
+        return groups
+
+    def _load_alone(self, line: pa.Table) -> list[RowGroup]:
+        """One line too big for a worker's memory (a 50 MB line needs several hundred MB), with
+        the memory limit raised for it alone: its bytes times LINE_MEMORY_FACTOR, at most
+        LINE_MEMORY_CAP_MB. The limit is set back whatever happens."""
+        con = self.con
+        limit = con.execute("select current_setting('memory_limit')").fetchone()[0]
+        nbytes = pa.compute.sum(pa.compute.binary_length(line["line"])).as_py() or 0
+        room = min(LINE_MEMORY_CAP_MB, (nbytes * LINE_MEMORY_FACTOR >> 20) + 256)
+        con.execute(f"set memory_limit = '{room}MB'")
+        try:
+            return self._load_lines(line, roomy=True)
+        finally:
+            con.execute(f"set memory_limit = '{limit}'")
+
+    def _too_large(self, line: pa.Table, exc: Exception) -> None:
+        row = line.to_pylist()[0]
+        raw = row["line"].encode("utf-8")
+        error = (f"a line of {len(raw):,} bytes does not load within a worker's memory "
+                 f"({str(exc).splitlines()[0]})")
+        self.bad.append((BadLine(row["file_id"], row["line_no"], row["byte_offset"], "too_large", error, raw),
+                         self.files[row["file_id"]]))
 
     def _records_batch(self, lines_all: pa.Table) -> None:
         """Parse and normalize the batch's object lines into the temp table records_batch.

@@ -6,7 +6,7 @@ with bad_lines as (
         q.source_file,  -- path of the file that held the line
         q.line_no,  -- line (1-based) in source_file
         q.byte_offset,  -- byte offset of the line in source_file
-        q.reason,  -- why it was not loaded: invalid_json, not_object, invalid_utf8, malformed_row, ..., or truncated_tail for a pending incomplete last line
+        q.reason,  -- why it was not loaded: invalid_json, not_object, invalid_utf8, malformed_row, too_large, ..., or truncated_tail for a pending incomplete last line
         q.error,  -- the parser's message
         q.raw_text,  -- the line as read (null for a pending tail)
         q.ingest_run_id  -- the ingest run that set the line aside
