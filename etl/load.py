@@ -111,6 +111,7 @@ class BatchWriter:
         self.records_by_file: dict[int, int] = {}
         self.quarantined_by_file: dict[int, int] = {}
         self.sessions: set[tuple[str, str]] = set()
+        self.query_bytes: int | None = None       # learnt from running out of memory, below
 
     def add(self, ctx: FileContext, table: pa.Table, bad: list[BadLine], nbytes: int) -> None:
         self.files[ctx.file_id] = ctx
@@ -153,11 +154,16 @@ class BatchWriter:
         DuckDB's memory for the adapter's queries grows with the bytes in each vector of 2,048
         rows, ten times them and more: a batch of big lines (tool results of 50 KB) ran out of
         a worker's memory where the same bytes in small lines load easily, and ended the whole
-        run. So on running out of memory the lines are loaded in halves; a single line that
+        run. So on running out of memory the lines are loaded in halves (and the writer's later
+        batches in pieces of the size that fitted); a single line that
         still does not fit is tried once more with room for it (_load_alone), and only then
         quarantined as too_large with its bytes. Nothing is written until the queries have
         succeeded, so no half is written twice."""
         con = self.con
+        nbytes = pa.compute.sum(pa.compute.binary_length(lines["line"])).as_py() or 0
+        if self.query_bytes is not None and nbytes > self.query_bytes and lines.num_rows > 1:
+            half = lines.num_rows // 2      # lines like these ran out of memory already: no retry
+            return self._load_lines(lines.slice(0, half)) + self._load_lines(lines.slice(half))
         bad_before = len(self.bad)
         try:
             self._records_batch(lines)
@@ -168,6 +174,8 @@ class BatchWriter:
             con.unregister("lines")
             del self.bad[bad_before:]          # the halves set their own bad lines aside again
             if lines.num_rows > 1:
+                # the writer's later batches (the rest of a big file) are cut this small up front
+                self.query_bytes = min(self.query_bytes or nbytes, nbytes // 2)
                 half = lines.num_rows // 2
                 return self._load_lines(lines.slice(0, half)) + self._load_lines(lines.slice(half))
             if not roomy:
