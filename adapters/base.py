@@ -51,6 +51,11 @@ class Extract:
     #: (a second full parse of every byte); a failure or a missing row sends the batch down
     #: the validating path instead (etl/load.py).
     one_parsed_row_per_line: bool = False
+    #: SQL that picks, from a file's lines already loaded (the relation ``earlier``), the few
+    #: whose values the records SQL carries forward over later lines; the loader gives them to
+    #: the records SQL of the file's next lines with negative line numbers, and the records SQL
+    #: leaves such lines out of what it returns.
+    context: str | None = None
 
 
 class Adapter(Protocol):

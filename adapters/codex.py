@@ -49,7 +49,8 @@ TITLE = "Codex CLI"
 ENV_VARS = ("CODEX_HOME",)
 # every line becomes one row of the records SQL (every record type is kept), so lines that
 # open with '{' are parsed without a check first (adapters/base.py)
-EXTRACT = Extract(records="extract/codex__records", blocks="extract/codex__blocks", one_parsed_row_per_line=True)
+EXTRACT = Extract(records="extract/codex__records", blocks="extract/codex__blocks", one_parsed_row_per_line=True,
+                  context="extract/codex__context")
 
 #: The folders of a Codex home that hold rollouts.
 STORE_DIRS = ("sessions", "archived_sessions")

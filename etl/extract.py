@@ -10,9 +10,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import pyarrow as pa
+
+from convarch import sql
 from convarch.adapters.base import SourceFile
 from convarch.etl import snapshot as snap
 from convarch.etl.containers import snapshot_whole
+from convarch.etl.duck import HIVE, connect, sql_list
 from convarch.etl.index import index_batch
 from convarch.etl.lines import split_snapshot
 from convarch.etl.load import BatchWriter, FileContext, Written
@@ -118,10 +122,47 @@ def _number_new_files(state, changed: list[Planned]) -> None:
         p.file_id = i
 
 
-def extract(staging, run_id, state, changed: list[Planned], summary: Summary, progress, workers: Workers):
+def earlier_context(lake: Path, state, changed: list[Planned]) -> dict[str, pa.Table]:
+    """For each source whose records SQL carries values forward over a file's lines
+    (Extract.context), the context lines of its appended files, from their rows in the lake:
+    the appended lines are loaded as if the file had been read whole."""
+    from convarch import adapters
+
+    wanted: dict[str, list[Planned]] = {}
+    for p in changed:
+        if p.action == "append" and adapters.get(p.file.source).EXTRACT.context:
+            wanted.setdefault(p.file.source, []).append(p)
+    out: dict[str, pa.Table] = {}
+    for source, plans in wanted.items():
+        files = [str(lake / path) for (path,) in state.execute(
+            "select path from data_files where table_name = 'records' and source = ? and retired_run_id is null",
+            [source]).fetchall()]
+        if not files:
+            continue
+        con = connect(":memory:", threads=1)
+        try:
+            con.register("appended", pa.table({
+                "file_id": pa.array([p.prev["file_id"] for p in plans], pa.int64()),
+                "file_epoch": pa.array([p.prev["epoch"] for p in plans], pa.int32())}))
+            con.execute(
+                "create temp view earlier as select t.file_id, t.line_no, t.byte_offset, t.raw, t.record_type, "
+                f"t.subtype, t.role from read_parquet({sql_list(files)}, {HIVE}, union_by_name = true) as t "
+                "join appended as a on a.file_id = t.file_id and a.file_epoch = t.file_epoch "
+                # constants the scan can test against each row group's file_id range
+                f"where t.file_id in ({', '.join(str(int(p.prev['file_id'])) for p in plans)})")
+            out[source] = con.sql(sql.read(adapters.get(source).EXTRACT.context)).to_arrow_table()
+        finally:
+            con.close()
+    return out
+
+
+def extract(staging, run_id, state, changed: list[Planned], summary: Summary, progress, workers: Workers,
+            earlier: dict[str, pa.Table] | None = None):
     """Snapshot and parse every changed file on the workers; return the Parquet written, the
-    watermark updates, the sessions seen and each batch's row groups (for the index)."""
+    watermark updates, the sessions seen and each batch's row groups (for the index).
+    `earlier` holds context lines of appended files (earlier_context)."""
     _number_new_files(state, changed)
+    earlier = earlier or {}
     snapdir = staging / "snap"
     snapdir.mkdir(mode=0o700)
     batch_numbers = itertools.count()
@@ -132,7 +173,7 @@ def extract(staging, run_id, state, changed: list[Planned], summary: Summary, pr
         from convarch import adapters
 
         writer = BatchWriter(run_id, staging / "out", adapters.get(unit.source).EXTRACT, con, batch_numbers,
-                             parts.mine())
+                             parts.mine(), earlier.get(unit.source))
         result = UnitResult(unit, [], [], [], set(), [], 0)
         for p in unit.plans:
             upd = read_file(p, writer, snapdir, result, redacting)

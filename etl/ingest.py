@@ -22,7 +22,7 @@ from convarch.adapters.base import SourceFile
 from convarch.etl import session_parts
 from convarch.etl import snapshot as snap
 from convarch.etl.layout import Layout
-from convarch.etl.extract import Planned, extract, index, reason
+from convarch.etl.extract import Planned, earlier_context, extract, index, reason
 from convarch.etl.chains import materialize
 from convarch.etl.compact import Compaction, compact
 from convarch.etl.load import Written
@@ -131,7 +131,9 @@ def _ingest(layout, targets, on_plan, progress, wait_seconds, redact, n_workers)
             on_plan(len(changed), sum(p.stat.size - p.start for p in changed))
         workers = Workers(n_workers or default_workers(), staging / "spill")
         try:
-            written, updates, sessions, batches = extract(staging, run_id, state, changed, summary, progress, workers)
+            earlier = earlier_context(layout.lake, state, changed)
+            written, updates, sessions, batches = extract(staging, run_id, state, changed, summary, progress, workers,
+                                                          earlier)
             loaded = [w.staged for w in written if w.table_name == "records"]
             if session_parts.missing(state):
                 loaded += session_parts.lake_records(layout, state)

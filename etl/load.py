@@ -50,6 +50,9 @@ QUARANTINE_SCHEMA = pa.schema(
 LINE_MEMORY_FACTOR = 24
 LINE_MEMORY_CAP_MB = 4096
 
+# context lines (Extract.context) keep their order and come before every line of a batch
+CONTEXT_LINE_SHIFT = 1 << 50
+
 BATCH_FILES_SCHEMA = pa.schema(
     [
         ("file_id", pa.int64()),
@@ -95,7 +98,7 @@ class BatchWriter:
     collide."""
 
     def __init__(self, run_id: int, staging: Path, extract: Extract, con: duckdb.DuckDBPyConnection,
-                 batch_numbers: Iterator[int], parts: PartitionFiles):
+                 batch_numbers: Iterator[int], parts: PartitionFiles, earlier: pa.Table | None = None):
         self.run_id = run_id
         self.staging = staging
         self.extract = extract
@@ -112,6 +115,9 @@ class BatchWriter:
         self.quarantined_by_file: dict[int, int] = {}
         self.sessions: set[tuple[str, str]] = set()
         self.query_bytes: int | None = None       # learnt from running out of memory, below
+        # the adapter's context lines of the files loaded so far (Extract.context), from the lake
+        # for appended files and from each batch as it loads
+        self.earlier = earlier
 
     def add(self, ctx: FileContext, table: pa.Table, bad: list[BadLine], nbytes: int) -> None:
         self.files[ctx.file_id] = ctx
@@ -182,6 +188,8 @@ class BatchWriter:
                 return self._load_alone(lines)
             self._too_large(lines, exc)
             return []
+        if self.extract.context:
+            self._remember_context()
         for fid, n in con.execute("select file_id, count(*) from records_batch group by 1").fetchall():
             self.records_by_file[fid] = self.records_by_file.get(fid, 0) + n
         self.sessions.update(
@@ -192,6 +200,31 @@ class BatchWriter:
         con.unregister("lines")
         con.execute("drop table records_batch; drop table blocks_batch")
         return groups
+
+    def _remember_context(self) -> None:
+        """The context lines of every file loaded so far, this batch's lines included."""
+        con = self.con
+        loaded = "select file_id, line_no, byte_offset, raw, record_type, subtype, role from records_batch"
+        if self.earlier is not None and self.earlier.num_rows:
+            con.register("earlier_before", self.earlier)
+            loaded = f"select * from earlier_before union all {loaded}"
+        con.execute(f"create or replace temp view earlier as {loaded}")
+        self.earlier = con.sql(sql.read(self.extract.context)).to_arrow_table()
+        con.execute("drop view earlier")
+        con.unregister("earlier_before")
+
+    def _with_context(self, objects: pa.Table) -> pa.Table:
+        """The batch's lines behind the context lines of their files, numbered below zero so
+        the records SQL reads them before the file's lines and returns none of them."""
+        if self.earlier is None or not self.earlier.num_rows:
+            return objects
+        mine = self.earlier.filter(pa.compute.is_in(self.earlier["file_id"], objects["file_id"].unique()))
+        if not mine.num_rows:
+            return objects
+        ctx = pa.table({
+            "file_id": mine["file_id"], "line_no": pa.compute.subtract(mine["line_no"], CONTEXT_LINE_SHIFT),
+            "byte_offset": mine["byte_offset"], "line": mine["raw"].cast(pa.string())}, schema=objects.schema)
+        return pa.concat_tables([ctx, objects]).combine_chunks()
 
     def _load_alone(self, line: pa.Table) -> list[RowGroup]:
         """One line too big for a worker's memory (a 50 MB line needs several hundred MB), with
@@ -225,7 +258,7 @@ class BatchWriter:
         query = f"create or replace temp table records_batch as {sql.read(self.extract.records)}"
         if self.extract.one_parsed_row_per_line:
             objects = self._objects_only(lines_all, check_braced=False)
-            con.register("lines", objects)
+            con.register("lines", self._with_context(objects))
             try:
                 con.execute(query)
                 if con.execute("select count(*) from records_batch").fetchall() == [(objects.num_rows,)]:
@@ -236,7 +269,7 @@ class BatchWriter:
             con.unregister("lines")
         else:
             objects = lines_all
-        con.register("lines", self._objects_only(objects))
+        con.register("lines", self._with_context(self._objects_only(objects)))
         con.execute(query)
 
     def _objects_only(self, lines: pa.Table, check_braced: bool = True) -> pa.Table:

@@ -272,6 +272,68 @@ def test_appended_rollouts_read_only_new_lines_and_keep_token_totals(tmp_path):
     assert got == [(str(f), 21, 11298, 22272, 775, 4) for f in sorted(files)]
 
 
+USAGE_BY_FILE = ("select f.source_file, u.line_no, u.model, u.input_tokens, u.output_tokens from usage as u "
+                 "join (select distinct file_id, source_file from stg_records) as f using (file_id) order by 1, 2")
+
+
+def _carried(db: Path) -> list[tuple]:
+    """Per file, each record's carried-forward values: the model and the counted tokens."""
+    return rows(db, "select source_file, line_no, model, input_tokens, output_tokens, cache_read_tokens "
+                    "from stg_records order by source_file, line_no")
+
+
+@pytest.mark.parametrize("name", ["rollout-2026-05-04T11-15-00-6acc64f1-6124-5523-8941-fff2af9a9279.jsonl",
+                                  "rollout-2026-05-04T11-16-04-0265ebd4-de00-5d06-b2b1-8d07c733319e.jsonl"])
+def test_a_rollout_appended_at_any_line_loads_as_if_read_whole(tmp_path, name):
+    """Each record's model comes from the latest turn_context before it, and a token count
+    counts only after a model output or a changed total: values carried over earlier lines.
+    Appended lines (a live session read by `watch`) are loaded with those earlier lines as
+    context from the lake: every cut gives the records and usage of one whole read. Without
+    it, a cut after line 5 of the second rollout lost a 3,000-token count and models."""
+    src = next(CONTRACT.rglob(name))
+    lines = src.read_bytes().splitlines(keepends=True)
+    cuts = range(1, len(lines))
+    files = {}
+    for k in [len(lines), *cuts]:
+        f = tmp_path / f"home{k:03d}" / "sessions" / "2026" / "05" / "04" / name
+        f.parent.mkdir(parents=True)
+        f.write_bytes(b"".join(lines[:k]))
+        files[k] = f
+    homes = [f.parents[4] for f in files.values()]
+    db = tmp_path / "w.duckdb"
+    run(db, *homes)
+    for k in cuts:
+        with open(files[k], "ab") as fh:
+            fh.write(b"".join(lines[k:]))
+    assert run(db, *homes).records_added == sum(len(lines) - k for k in cuts)
+    by_file: dict[str, list] = {}
+    for path, *values in _carried(db):
+        by_file.setdefault(path, []).append(values)
+    whole = by_file[str(files[len(lines)])]
+    assert any(v[1] is not None for v in whole) and any(v[2] for v in whole)
+    assert {k: by_file[str(files[k])] for k in cuts} == {k: whole for k in cuts}
+    usage = rows(db, USAGE_BY_FILE)
+    per_file: dict[str, list] = {}
+    for path, *values in usage:
+        per_file.setdefault(path, []).append(values)
+    assert {k: per_file.get(str(files[k])) for k in cuts} == {k: per_file[str(files[len(lines)])] for k in cuts}
+
+
+def test_a_rollout_bigger_than_a_batch_loads_as_if_in_one(tmp_path, monkeypatch):
+    """The same carried values across the batches of one run: with batches of a few lines,
+    the contract rollouts load exactly as in one batch each."""
+    from convarch.etl import extract, lines
+
+    whole_db, cut_db = tmp_path / "whole.duckdb", tmp_path / "cut.duckdb"
+    run(whole_db, CONTRACT)
+    monkeypatch.setattr(lines, "READ_CHUNK", 2 << 10)
+    monkeypatch.setattr(extract, "FLUSH_BYTES", 1)
+    run(cut_db, CONTRACT)
+    assert scalar(cut_db, "select count(distinct ingest_run_id) from stg_records") == 1
+    assert _carried(cut_db) == _carried(whole_db)
+    assert rows(cut_db, USAGE_BY_FILE) == rows(whole_db, USAGE_BY_FILE)
+
+
 # --- drift and damage -----------------------------------------------------------------------
 
 

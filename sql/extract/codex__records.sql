@@ -563,4 +563,7 @@ final as (
     from kinds
 )
 
+-- context lines from before the batch (codex__context.sql) come with negative line numbers:
+-- their values carry forward, the lines themselves were loaded before
 select * from final
+where line_no > 0
