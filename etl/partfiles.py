@@ -45,6 +45,12 @@ RUN_ROWS = 1 << 20
 #: Rows per row group of a sorted run; narrower groups are skipped more finely but each costs
 #: every reader time in the footer (8k-row groups: more planning than the rows they saved).
 RUN_GROUP_ROWS = 1 << 15
+#: Columns of free text or raw JSON, written without min/max statistics or a dictionary. No
+#: query prunes row groups by them, yet their statistics held up to two whole values per row
+#: group in every file's footer, which each read-back parses, and the writer hashed every value
+#: for a dictionary it then gave up on.
+WIDE_COLUMNS = frozenset({"raw", "text", "metadata_raw", "output_text", "tool_input", "leaf_text",
+                          "last_prompt", "summary"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,7 +165,9 @@ class PartitionFiles:
             rel = f"{table}/source={source}/month={month}/{name}"
             path = self.staging / rel
             path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            writer = pq.ParquetWriter(path, schema, compression="zstd")
+            narrow = [n for n in schema.names if n not in WIDE_COLUMNS]
+            writer = pq.ParquetWriter(path, schema, compression="zstd", write_statistics=narrow,
+                                      use_dictionary=narrow)
             os.chmod(path, 0o600)
             f = self._open[key] = _Open(writer, path, rel, table, source, month)
         return f

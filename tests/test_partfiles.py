@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
+import duckdb
 import pyarrow.parquet as pq
 
 from convarch.adapters import claude_code
@@ -115,3 +116,35 @@ def test_a_batch_over_several_months_puts_each_row_in_its_own_month_in_order(tmp
             expect.setdefault((s, m), []).append(base + i)
     assert got == expect
     assert {(g.source, g.month) for g in first} == set(expect)
+
+
+def test_free_text_columns_carry_no_statistics_and_keys_do(tmp_path, monkeypatch):
+    """Row groups are pruned by their keys (file, line, session, time), never by a message's
+    text or raw JSON, whose min/max would put up to two whole values per row group in every
+    footer that each read-back parses."""
+    root = tmp_path / "home" / ".claude"
+    corpus(root / "projects", files=6, seed=5)
+    monkeypatch.setattr(extract_mod, "FLUSH_BYTES", 24 << 10)
+    monkeypatch.setattr(compact, "SMALL_FILES", 10**9)
+    db = tmp_path / "w" / "w.duckdb"
+    load(db, root)
+    seen: dict[str, set[bool]] = {}
+    for table in ("records", "blocks"):
+        for p in data_files(db, table):
+            md = pq.ParquetFile(p).metadata
+            for g in range(md.num_row_groups):
+                for c in range(md.num_columns):
+                    col = md.row_group(g).column(c)
+                    stats = col.statistics
+                    seen.setdefault(f"{table}.{col.path_in_schema}", set()).add(
+                        stats is not None and stats.has_min_max)
+    for wide in ("records.raw", "records.text", "blocks.output_text", "blocks.tool_input"):
+        assert seen[wide] == {False}, wide
+    for key in ("records.file_id", "records.line_no", "records.session_id", "records.timestamp",
+                "blocks.file_id", "blocks.line_no"):
+        assert seen[key] == {True}, key
+    # the wide columns hold text, so the test would not pass on empty ones
+    con = duckdb.connect()
+    lake = Layout(db).lake
+    assert con.execute(f"select count(*) from read_parquet('{lake}/records/*/*/*.parquet') "
+                       "where length(raw) > 0 and text is not null").fetchone()[0] > 0
