@@ -36,6 +36,13 @@ A file that is not JSON is quarantined whole, except a top-level array cut short
 extensions rewrite these files in place, so a crash can leave one torn): its complete elements
 load and the torn tail is quarantined as a malformed row.
 
+A long task's API history grows to hundreds of megabytes, and parsing it as one document took
+three to four times its size in memory (a 434 MB history: 1.5 GB). An array of STREAM_BYTES or
+more is therefore read an element at a time (ijson), which holds one element, not the
+document; where the streaming parser stops on something Python's parser accepts (an integer
+beyond 64 bits, NaN), Python's parser goes on from that element, so both ways give the same
+lines.
+
 Old (XML) tool calls: until native tool calling, Cline and Roo wrote a tool call as XML in the
 assistant's text (``<read_file>\\n<path>a.ts</path>\\n</read_file>``) and answered it in the
 next user message with text blocks headed ``[read_file for 'a.ts'] Result:``. Such calls have
@@ -46,11 +53,15 @@ user line ``tool_result`` markers naming the content blocks that hold each resul
 """
 from __future__ import annotations
 
+import codecs
+import itertools
 import json
 import os
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
+
+import ijson
 
 from convarch.adapters.base import RootError, SourceFile, malformed_row
 
@@ -67,6 +78,8 @@ VSCODE_VARIANTS = ("Code", "Code - Insiders", "VSCodium", "Cursor", "Windsurf")
 #: Folders never walked: shadow git repositories of checkpoints and other bulk.
 PRUNE = {"checkpoints", ".git", "node_modules", "cache", "puppeteer", "shadow-git"}
 MESSAGES_SUFFIX = ".messages.json"
+#: A top-level array at least this big is parsed an element at a time (see the module's doc).
+STREAM_BYTES = 16 << 20
 
 
 # --- where the stores live -------------------------------------------------------------------
@@ -185,10 +198,17 @@ def json_lines(copy: Path, file: SourceFile) -> Iterator[bytes]:
 
     A file that is not JSON is yielded whole, so it is quarantined with its bytes; JSON that
     is not an object or array is yielded as is (quarantined as not an object)."""
+    kind = TASK_FILES.get(file.path.name)
+    # (a file that is not UTF-8 is quarantined whole, below, as it always was)
+    if copy.stat().st_size >= STREAM_BYTES and _opens_array(copy) and _is_text(copy):
+        torn: list[_TornArray] = []
+        yield from _array_lines(_until_torn(_streamed_items(copy), torn), kind)
+        for t in torn:
+            yield malformed_row(f"{file.path.name} after element {t.count}", t.error, t.rest)
+        return
     data = copy.read_bytes()
     if not data.strip():
         return
-    kind = TASK_FILES.get(file.path.name)
     try:
         doc = json.loads(data)
     except (ValueError, RecursionError) as exc:
@@ -207,6 +227,95 @@ def json_lines(copy: Path, file: SourceFile) -> Iterator[bytes]:
         yield from _object_lines(doc, kind, file.path.name.endswith(MESSAGES_SUFFIX))
     else:
         yield dump(doc)
+
+
+class _TornArray(Exception):
+    """A streamed array ended in something no parser reads, after `count` elements."""
+
+    def __init__(self, count: int, error: str, rest: bytes):
+        super().__init__(error)
+        self.count, self.error, self.rest = count, error, rest
+
+
+def _until_torn(items: Iterator, torn: list[_TornArray]) -> Iterator:
+    """`items` until a torn tail, which is put in `torn`: the elements before it still load."""
+    try:
+        yield from items
+    except _TornArray as t:
+        torn.append(t)
+
+
+def _is_text(path: Path) -> bool:
+    """Whether the file is UTF-8, read a megabyte at a time."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    try:
+        with open(path, "rb") as fh:
+            while chunk := fh.read(1 << 20):
+                decoder.decode(chunk)
+        decoder.decode(b"", final=True)
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _opens_array(path: Path) -> bool:
+    with open(path, "rb") as fh:
+        head = fh.read(4096).lstrip()
+    return head.startswith(b"[")
+
+
+def _streamed_items(path: Path) -> Iterator:
+    """The elements of the top-level array in the file at `path`, one at a time."""
+    count = 0
+    with open(path, "rb") as fh:
+        try:
+            for item in ijson.items(fh, "item", use_float=True, buf_size=1 << 20):
+                yield item
+                count += 1
+            return
+        except (ijson.JSONError, ValueError):
+            pass
+    # the streaming parser stopped: Python's goes on from the same element, and what it cannot
+    # read either is the torn tail (only such files are read whole)
+    yield from _python_items_after(path.read_bytes(), count)
+
+
+def _python_items_after(data: bytes, skip: int) -> Iterator:
+    """The elements of a top-level array after the first `skip`, decoded by Python's parser;
+    raises _TornArray where the array stops being readable, as _salvage_array would cut it."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _TornArray(skip, str(exc), data) from None     # _is_text said otherwise
+    decoder = json.JSONDecoder()
+    i = text.index("[") + 1
+    count = 0
+    while True:
+        while i < len(text) and text[i] in " \t\r\n":
+            i += 1
+        try:
+            item, end = decoder.raw_decode(text, i)
+        except (ValueError, RecursionError) as exc:
+            if count == 0 and text.startswith("]", i) and not text[i + 1:].strip():
+                return                                           # an empty array
+            raise _TornArray(count, str(exc), text[i:].encode("utf-8")) from None
+        if count >= skip:
+            yield item
+        count += 1
+        i = end
+        while i < len(text) and text[i] in " \t\r\n":
+            i += 1
+        if i < len(text) and text[i] == ",":
+            i += 1
+        elif text.startswith("]", i) and not text[i + 1:].strip():
+            return
+        else:
+            try:
+                json.loads(text)                                 # the error Python gives for the whole
+                error = "not a JSON array"
+            except (ValueError, RecursionError) as exc:
+                error = str(exc)
+            raise _TornArray(count, error, text[i:].encode("utf-8"))
 
 
 def _salvage_array(data: bytes) -> tuple[list | None, bytes]:
@@ -251,11 +360,13 @@ def _shape(item) -> str:
     return "unknown"
 
 
-def _array_lines(items: list, kind: str | None) -> Iterator[bytes]:
-    if kind == "api" or any(_shape(i) == "api_message" for i in items[:50]):
-        yield from _api_lines(items, "anthropic")
+def _array_lines(items: Iterable, kind: str | None) -> Iterator[bytes]:
+    items = iter(items)
+    head = list(itertools.islice(items, 50))
+    if kind == "api" or any(_shape(i) == "api_message" for i in head):
+        yield from _api_lines(itertools.chain(head, items), "anthropic")
         return
-    for i, item in enumerate(items):
+    for i, item in enumerate(itertools.chain(head, items)):
         rec = _shape(item)
         line = {"rec": rec, "index": i, "item": item}
         if rec == "history_item":
@@ -355,7 +466,7 @@ def _xml_results(content, pending: list[dict]) -> list[dict]:
     return out
 
 
-def _api_lines(messages: list, fmt: str) -> Iterator[bytes]:
+def _api_lines(messages: Iterable, fmt: str) -> Iterator[bytes]:
     pending: list[dict] = []
     for i, m in enumerate(messages):
         line = {"rec": "api_message", "format": fmt, "index": i, "item": m}

@@ -404,3 +404,73 @@ def test_xml_calls_are_parsed_from_known_tools_only():
         "# <b>Title</b>\n</content>\n<line_count>1</line_count>\n</write_to_file>\n<made_up_tool><x>1</x></made_up_tool>", 4)
     assert calls == [{"type": "tool_use", "id": "xml:4:0", "name": "write_to_file", "xml": True,
                       "input": {"path": "a.md", "content": "# <b>Title</b>", "line_count": "1"}}]
+
+
+# --- big documents, streamed ---------------------------------------------------------------
+
+_ARRAYS = {
+    "api history": _dump(build.xml_task()["api_conversation_history.json"]),
+    "ui messages": _dump([{"ts": 1, "type": "say", "say": "task", "text": "go"}, {"ts": 2, "type": "ask", "text": "ok?"}]),
+    "empty": b"  [ ]\n",
+    "torn": _dump(build.xml_task()["api_conversation_history.json"])[:-300],
+    "trailing garbage": _dump([{"role": "user", "content": "a"}]) + b" junk",
+    # numbers Python reads and the streaming parser does not: the rest of the array still loads
+    "big integer": b'[{"role": "user", "content": "a", "n": 123456789012345678901234567890}, {"role": "assistant", "content": "b"}]',
+    "NaN": b'[{"role": "user", "content": "a"}, {"role": "assistant", "content": "b", "x": NaN}, {"role": "user", "content": "c"}]',
+    "not UTF-8": b'[{"role": "user", "content": "a"}, {"role": "user", "content": "caf\xe9"}]',
+    "not UTF-8, torn": b'[{"role": "user", "content": "caf\xe9"}, {"role": "us',
+    "not an array": b'[1, 2] [3]',
+}
+
+
+@pytest.mark.parametrize("case", sorted(_ARRAYS))
+@pytest.mark.parametrize("name", ["api_conversation_history.json", "ui_messages.json"])
+def test_a_streamed_array_gives_the_lines_of_a_whole_parse(tmp_path, monkeypatch, case, name):
+    path = tmp_path / name
+    path.write_bytes(_ARRAYS[case])
+    file = _cline_tasks.single(path, "cline")
+    whole = list(_cline_tasks.json_lines(path, file))
+    monkeypatch.setattr(_cline_tasks, "STREAM_BYTES", 0)
+    calls = []
+    real = _cline_tasks._streamed_items
+    monkeypatch.setattr(_cline_tasks, "_streamed_items", lambda p: calls.append(p) or real(p))
+    streamed = list(_cline_tasks.json_lines(path, file))
+    assert streamed == whole
+    assert whole or case == "empty"
+    # a file that is not UTF-8 is quarantined whole, as before, and never streamed
+    assert len(calls) == (0 if case.startswith("not UTF-8") else 1)
+
+
+def test_a_big_api_history_is_read_in_memory_of_an_element_not_the_document(tmp_path, monkeypatch):
+    """A 24 MB history: parsed whole it takes several times its size; streamed, a few of its
+    messages. tracemalloc counts the Python objects either way."""
+    import tracemalloc
+
+    msgs = [{"role": "user", "content": [{"type": "text", "text": "<task>\nread them all\n</task>"}]}]
+    for i in range(400):
+        msgs.append({"role": "assistant", "content": [
+            {"type": "tool_use", "id": f"t{i}", "name": "read_file", "input": {"path": f"m{i}.py"}}]})
+        msgs.append({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": f"t{i}", "content": f"line {i} ünïcode " * 3500}]})
+    path = tmp_path / "api_conversation_history.json"
+    path.write_bytes(_dump(msgs))
+    size = path.stat().st_size
+    del msgs
+    file = _cline_tasks.single(path, "cline")
+
+    def peak() -> tuple[int, int]:
+        tracemalloc.start()
+        try:
+            n = sum(1 for _ in _cline_tasks.json_lines(path, file))
+            return n, tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+
+    monkeypatch.setattr(_cline_tasks, "STREAM_BYTES", 1 << 40)
+    n_whole, whole = peak()
+    monkeypatch.setattr(_cline_tasks, "STREAM_BYTES", 16 << 20)
+    assert size > _cline_tasks.STREAM_BYTES
+    n_streamed, streamed = peak()
+    assert n_whole == n_streamed == 801
+    assert whole > size                      # the whole parse holds the document and more
+    assert streamed < size / 8, (streamed, whole, size)
