@@ -22,15 +22,21 @@ def data_files(db: Path, table: str) -> list[Path]:
     return [p for p in (Layout(db).lake / table).rglob("*.parquet") if not p.name.startswith("seed-")]
 
 
+def many_batches(monkeypatch, root: Path, files: int, seed: int, flush: int) -> None:
+    """A Claude Code store at `root` loaded in batches of `flush` bytes, and no merging after,
+    so what loading wrote is what the lake holds."""
+    corpus(root / "projects", files=files, seed=seed)
+    monkeypatch.setattr(extract_mod, "FLUSH_BYTES", flush)
+    monkeypatch.setattr(compact, "SMALL_FILES", 10**9)
+
+
 def load(db: Path, root: Path):
     return ingest(Layout(db), [(claude_code, claude_code.resolve_root(root))], workers=2)
 
 
 def test_row_groups_in_open_files_read_exactly_like_a_file_per_batch(tmp_path, monkeypatch):
     root = tmp_path / "home" / ".claude"
-    corpus(root / "projects", files=20, seed=11)
-    monkeypatch.setattr(extract_mod, "FLUSH_BYTES", 24 << 10)     # dozens of batches
-    monkeypatch.setattr(compact, "SMALL_FILES", 10**9)            # compare what loading wrote
+    many_batches(monkeypatch, root, files=20, seed=11, flush=24 << 10)     # dozens of batches
 
     kept_open = tmp_path / "open" / "w.duckdb"
     s = load(kept_open, root)
@@ -54,9 +60,7 @@ def test_row_groups_in_open_files_read_exactly_like_a_file_per_batch(tmp_path, m
 
 def test_a_file_that_passes_its_size_is_closed_and_another_begun(tmp_path, monkeypatch):
     root = tmp_path / "home" / ".claude"
-    corpus(root / "projects", files=12, seed=3)
-    monkeypatch.setattr(extract_mod, "FLUSH_BYTES", 16 << 10)
-    monkeypatch.setattr(compact, "SMALL_FILES", 10**9)
+    many_batches(monkeypatch, root, files=12, seed=3, flush=16 << 10)
     monkeypatch.setattr(partfiles, "FILE_BYTES", 40 << 10)
     db = tmp_path / "w" / "w.duckdb"
     load(db, root)
@@ -68,9 +72,7 @@ def test_a_file_that_passes_its_size_is_closed_and_another_begun(tmp_path, monke
 
 def test_a_worker_never_holds_more_than_its_open_file_limit(tmp_path, monkeypatch):
     root = tmp_path / "home" / ".claude"
-    corpus(root / "projects", files=12, seed=7)
-    monkeypatch.setattr(extract_mod, "FLUSH_BYTES", 16 << 10)
-    monkeypatch.setattr(compact, "SMALL_FILES", 10**9)
+    many_batches(monkeypatch, root, files=12, seed=7, flush=16 << 10)
     roomy = tmp_path / "roomy" / "w.duckdb"
     load(roomy, root)
     peak = {"n": 0}
@@ -123,9 +125,7 @@ def test_free_text_columns_carry_no_statistics_and_keys_do(tmp_path, monkeypatch
     text or raw JSON, whose min/max would put up to two whole values per row group in every
     footer that each read-back parses."""
     root = tmp_path / "home" / ".claude"
-    corpus(root / "projects", files=6, seed=5)
-    monkeypatch.setattr(extract_mod, "FLUSH_BYTES", 24 << 10)
-    monkeypatch.setattr(compact, "SMALL_FILES", 10**9)
+    many_batches(monkeypatch, root, files=6, seed=5, flush=24 << 10)
     db = tmp_path / "w" / "w.duckdb"
     load(db, root)
     seen: dict[str, set[bool]] = {}
