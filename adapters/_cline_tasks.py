@@ -37,11 +37,13 @@ extensions rewrite these files in place, so a crash can leave one torn): its com
 load and the torn tail is quarantined as a malformed row.
 
 A long task's API history grows to hundreds of megabytes, and parsing it as one document took
-three to four times its size in memory (a 434 MB history: 1.5 GB). An array of STREAM_BYTES or
-more is therefore read an element at a time (ijson), which holds one element, not the
-document; where the streaming parser stops on something Python's parser accepts (an integer
-beyond 64 bits, NaN), Python's parser goes on from that element, so both ways give the same
-lines.
+three to four times its size in memory (a 434 MB history: 1.5 GB). A document of STREAM_BYTES
+or more is therefore read an element at a time (ijson), which holds one element, not the
+document: an array's elements, or the `messages` of an object (Roo's RooMessage history, the
+SDK's messages file), whose other members are read in a first pass that passes over the
+messages unbuilt. Where the streaming parser stops on something Python's parser accepts (an
+integer beyond 64 bits, NaN), Python's parser goes on from that element of an array, and an
+object is parsed whole, so both ways give the same lines.
 
 Old (XML) tool calls: until native tool calling, Cline and Roo wrote a tool call as XML in the
 assistant's text (``<read_file>\\n<path>a.ts</path>\\n</read_file>``) and answered it in the
@@ -199,13 +201,20 @@ def json_lines(copy: Path, file: SourceFile) -> Iterator[bytes]:
     A file that is not JSON is yielded whole, so it is quarantined with its bytes; JSON that
     is not an object or array is yielded as is (quarantined as not an object)."""
     kind = TASK_FILES.get(file.path.name)
-    # (a file that is not UTF-8 is quarantined whole, below, as it always was)
-    if copy.stat().st_size >= STREAM_BYTES and _opens_array(copy) and _is_text(copy):
-        torn: list[_TornArray] = []
-        yield from _array_lines(_until_torn(_streamed_items(copy), torn), kind)
-        for t in torn:
-            yield malformed_row(f"{file.path.name} after element {t.count}", t.error, t.rest)
-        return
+    sdk_name = file.path.name.endswith(MESSAGES_SUFFIX)
+    if copy.stat().st_size >= STREAM_BYTES:
+        opening = _opening(copy)
+        # (a file that is not UTF-8 is quarantined whole, below, as it always was)
+        if opening == b"[" and _is_text(copy):
+            torn: list[_TornArray] = []
+            yield from _array_lines(_until_torn(_streamed_items(copy), torn), kind)
+            for t in torn:
+                yield malformed_row(f"{file.path.name} after element {t.count}", t.error, t.rest)
+            return
+        rest = _without_messages(copy) if opening == b"{" else None
+        if rest is not None:
+            yield from _message_lines(rest, _streamed_messages(copy), sdk_name)
+            return
     data = copy.read_bytes()
     if not data.strip():
         return
@@ -224,7 +233,7 @@ def json_lines(copy: Path, file: SourceFile) -> Iterator[bytes]:
     if isinstance(doc, list):
         yield from _array_lines(doc, kind)
     elif isinstance(doc, dict):
-        yield from _object_lines(doc, kind, file.path.name.endswith(MESSAGES_SUFFIX))
+        yield from _object_lines(doc, kind, sdk_name)
     else:
         yield dump(doc)
 
@@ -258,10 +267,68 @@ def _is_text(path: Path) -> bool:
     return True
 
 
-def _opens_array(path: Path) -> bool:
+def _opening(path: Path) -> bytes:
+    """The document's first character after white space: b"[" an array, b"{" an object."""
     with open(path, "rb") as fh:
-        head = fh.read(4096).lstrip()
-    return head.startswith(b"[")
+        return fh.read(4096).lstrip()[:1]
+
+
+_OPEN, _CLOSE = frozenset({"start_map", "start_array"}), frozenset({"end_map", "end_array"})
+
+
+def _without_messages(path: Path) -> dict | None:
+    """The top-level members of an object document other than its `messages` array, in file
+    order, with the array passed over unbuilt; None when the document has no such array or is
+    not one the streaming parser reads to the end (the whole-document path then decides, so a
+    document is either streamed completely or parsed as before)."""
+    rest: dict = {}
+    key, depth, builder, arrays = None, 0, None, 0
+    try:
+        with open(path, "rb") as fh:
+            events = ijson.parse(fh, use_float=True, buf_size=1 << 20)
+            if next(events)[1] != "start_map":
+                return None
+            for _prefix, event, value in events:
+                if depth == 0:                       # between the document's members
+                    if event == "map_key":
+                        if value.startswith("messages."):    # named like the array's items
+                            return None
+                        key = value
+                        continue
+                    if event == "end_map":
+                        break
+                    if key == "messages":            # passed over, not built
+                        if event != "start_array":
+                            return None
+                        arrays += 1
+                    elif event in _OPEN:
+                        builder = ijson.ObjectBuilder()
+                    else:
+                        rest[key] = value
+                        continue
+                if builder is not None:
+                    builder.event(event, value)
+                if event in _OPEN:
+                    depth += 1
+                elif event in _CLOSE:
+                    depth -= 1
+                    if depth == 0 and builder is not None:
+                        rest[key] = builder.value
+                        builder = None
+            for _ in events:                         # white space only, or the parser raises
+                pass
+    except (ijson.JSONError, ValueError, StopIteration):
+        return None
+    # a second `messages` member would make the streamed elements both arrays' (json.loads keeps
+    # the last): such a document is parsed whole
+    return rest if arrays == 1 else None
+
+
+def _streamed_messages(path: Path) -> Iterator:
+    """The elements of the top-level `messages` array, one at a time (the document was read to
+    its end once already by _without_messages)."""
+    with open(path, "rb") as fh:
+        yield from ijson.items(fh, "messages.item", use_float=True, buf_size=1 << 20)
 
 
 def _streamed_items(path: Path) -> Iterator:
@@ -377,14 +444,7 @@ def _array_lines(items: Iterable, kind: str | None) -> Iterator[bytes]:
 def _object_lines(doc: dict, kind: str | None, sdk_name: bool) -> Iterator[bytes]:
     messages = doc.get("messages")
     if isinstance(messages, list):
-        if sdk_name or "sessionId" in doc or "agent" in doc:
-            sid = doc.get("sessionId") if isinstance(doc.get("sessionId"), str) else None
-            yield dump({"rec": "transcript", "session_id": sid,
-                        "item": {k: v for k, v in doc.items() if k != "messages"}})
-            for i, m in enumerate(messages):
-                yield dump({"rec": "sdk_message", "session_id": sid, "index": i, "item": m})
-        else:                                 # Roo's versioned RooMessage history
-            yield from _api_lines(messages, f"v{doc.get('version')}")
+        yield from _message_lines({k: v for k, v in doc.items() if k != "messages"}, messages, sdk_name)
         return
     if "session_id" in doc and ("started_at" in doc or "messages_path" in doc):
         yield dump({"rec": "manifest", "session_id": doc.get("session_id"), "item": doc})
@@ -404,6 +464,17 @@ def _object_lines(doc: dict, kind: str | None, sdk_name: bool) -> Iterator[bytes
         yield dump({"rec": "history_item", "session_id": doc.get("id"), "item": doc})
         return
     yield dump({"rec": "unknown", "item": doc})
+
+
+def _message_lines(rest: dict, messages: Iterable, sdk_name: bool) -> Iterator[bytes]:
+    """A document of messages: `rest` is the document without its `messages` array."""
+    if sdk_name or "sessionId" in rest or "agent" in rest:
+        sid = rest.get("sessionId") if isinstance(rest.get("sessionId"), str) else None
+        yield dump({"rec": "transcript", "session_id": sid, "item": rest})
+        for i, m in enumerate(messages):
+            yield dump({"rec": "sdk_message", "session_id": sid, "index": i, "item": m})
+    else:                                     # Roo's versioned RooMessage history
+        yield from _api_lines(messages, f"v{rest.get('version')}")
 
 
 # --- API history and its XML tool calls ---------------------------------------------------------

@@ -423,6 +423,51 @@ _ARRAYS = {
 }
 
 
+_ROO_MESSAGES = [
+    {"role": "user", "content": [{"type": "text", "text": "<task>\nfix it\n</task>"}]},
+    {"role": "assistant", "content": [{"type": "tool-call", "toolCallId": "c1", "toolName": "read_file",
+                                       "input": {"path": "a.py"}}]},
+    {"role": "tool", "content": [{"type": "tool-result", "toolCallId": "c1", "toolName": "read_file",
+                                  "output": {"type": "text", "value": "print(1)"}}]},
+]
+_OBJECTS = {
+    "Roo history": _dump({"version": 2, "messages": _ROO_MESSAGES}),
+    "members after the messages": b'{"messages": ' + _dump(_ROO_MESSAGES)
+    + b', "version": 2, "extra": {"a": [1, {"b": null}], "c": 1.5}}',
+    "SDK session": _dump({"version": 1, "sessionId": "s1", "agent": {"name": "cline"}, "updated_at": "2026-05-01",
+                          "system_prompt": "be brief", "messages": _ROO_MESSAGES}),
+    "no messages": _dump({"version": 1, "messages": []}),
+    # parsed whole, as before (the streaming parser would read them otherwise or not at all)
+    "messages twice": b'{"version": 1, "messages": [], "version": 3, "messages": [{"role": "user", "content": "x"}]}',
+    "messages null": b'{"version": 2, "messages": null}',
+    "a member named like the items": b'{"messages.item": 5, "version": 2, "messages": [{"role": "user", "content": "x"}]}',
+    "manifest": _dump({"session_id": "s1", "started_at": 1}),
+    "big integer": b'{"version": 2, "n": 123456789012345678901234567890, "messages": [{"role": "user", "content": "x"}]}',
+    "NaN": b'{"version": 2, "messages": [{"role": "user", "content": "x", "v": NaN}]}',
+    "torn": _dump({"version": 2, "messages": _ROO_MESSAGES})[:-20],
+    "trailing bytes": _dump({"version": 2, "messages": _ROO_MESSAGES}) + b" x",
+    "not UTF-8": b'{"version": 2, "messages": [{"role": "user", "content": "caf\xe9"}]}',
+}
+_STREAMED_OBJECTS = {"Roo history", "members after the messages", "SDK session", "no messages"}
+
+
+@pytest.mark.parametrize("case", sorted(_OBJECTS))
+@pytest.mark.parametrize("name", ["api_conversation_history.json", "1778000000004_zz9yx.messages.json"])
+def test_a_streamed_object_gives_the_lines_of_a_whole_parse(tmp_path, monkeypatch, case, name):
+    path = tmp_path / name
+    path.write_bytes(_OBJECTS[case])
+    file = _cline_tasks.single(path, "cline")
+    whole = list(_cline_tasks.json_lines(path, file))
+    monkeypatch.setattr(_cline_tasks, "STREAM_BYTES", 0)
+    calls = []
+    real = _cline_tasks._streamed_messages
+    monkeypatch.setattr(_cline_tasks, "_streamed_messages", lambda p: calls.append(p) or real(p))
+    streamed = list(_cline_tasks.json_lines(path, file))
+    assert streamed == whole
+    assert whole or name.startswith("api_") and case == "no messages"
+    assert len(calls) == (case in _STREAMED_OBJECTS)
+
+
 @pytest.mark.parametrize("case", sorted(_ARRAYS))
 @pytest.mark.parametrize("name", ["api_conversation_history.json", "ui_messages.json"])
 def test_a_streamed_array_gives_the_lines_of_a_whole_parse(tmp_path, monkeypatch, case, name):
@@ -441,8 +486,9 @@ def test_a_streamed_array_gives_the_lines_of_a_whole_parse(tmp_path, monkeypatch
     assert len(calls) == (0 if case.startswith("not UTF-8") else 1)
 
 
-def test_a_big_api_history_is_read_in_memory_of_an_element_not_the_document(tmp_path, monkeypatch):
-    """A 24 MB history: parsed whole it takes several times its size; streamed, a few of its
+@pytest.mark.parametrize("shape", ["array", "Roo object"])
+def test_a_big_api_history_is_read_in_memory_of_an_element_not_the_document(tmp_path, monkeypatch, shape):
+    """A 37 MB history: parsed whole it takes more than its size; streamed, a few of its
     messages. tracemalloc counts the Python objects either way."""
     import tracemalloc
 
@@ -453,7 +499,7 @@ def test_a_big_api_history_is_read_in_memory_of_an_element_not_the_document(tmp_
         msgs.append({"role": "user", "content": [
             {"type": "tool_result", "tool_use_id": f"t{i}", "content": f"line {i} ünïcode " * 3500}]})
     path = tmp_path / "api_conversation_history.json"
-    path.write_bytes(_dump(msgs))
+    path.write_bytes(_dump(msgs if shape == "array" else {"version": 2, "messages": msgs}))
     size = path.stat().st_size
     del msgs
     file = _cline_tasks.single(path, "cline")
