@@ -451,39 +451,37 @@ _OBJECTS = {
 _STREAMED_OBJECTS = {"Roo history", "members after the messages", "SDK session", "no messages"}
 
 
-@pytest.mark.parametrize("case", sorted(_OBJECTS))
-@pytest.mark.parametrize("name", ["api_conversation_history.json", "1778000000004_zz9yx.messages.json"])
-def test_a_streamed_object_gives_the_lines_of_a_whole_parse(tmp_path, monkeypatch, case, name):
+def _both_ways(tmp_path, monkeypatch, name: str, data: bytes, streamer: str) -> tuple[list, list, int]:
+    """The lines of one document parsed whole and with streaming on (STREAM_BYTES 0), and how
+    many times the streaming reader `streamer` was called."""
     path = tmp_path / name
-    path.write_bytes(_OBJECTS[case])
+    path.write_bytes(data)
     file = _cline_tasks.single(path, "cline")
     whole = list(_cline_tasks.json_lines(path, file))
     monkeypatch.setattr(_cline_tasks, "STREAM_BYTES", 0)
     calls = []
-    real = _cline_tasks._streamed_messages
-    monkeypatch.setattr(_cline_tasks, "_streamed_messages", lambda p: calls.append(p) or real(p))
-    streamed = list(_cline_tasks.json_lines(path, file))
+    real = getattr(_cline_tasks, streamer)
+    monkeypatch.setattr(_cline_tasks, streamer, lambda p: calls.append(p) or real(p))
+    return whole, list(_cline_tasks.json_lines(path, file)), len(calls)
+
+
+@pytest.mark.parametrize("case", sorted(_OBJECTS))
+@pytest.mark.parametrize("name", ["api_conversation_history.json", "1778000000004_zz9yx.messages.json"])
+def test_a_streamed_object_gives_the_lines_of_a_whole_parse(tmp_path, monkeypatch, case, name):
+    whole, streamed, calls = _both_ways(tmp_path, monkeypatch, name, _OBJECTS[case], "_streamed_messages")
     assert streamed == whole
     assert whole or name.startswith("api_") and case == "no messages"
-    assert len(calls) == (case in _STREAMED_OBJECTS)
+    assert calls == (case in _STREAMED_OBJECTS)
 
 
 @pytest.mark.parametrize("case", sorted(_ARRAYS))
 @pytest.mark.parametrize("name", ["api_conversation_history.json", "ui_messages.json"])
 def test_a_streamed_array_gives_the_lines_of_a_whole_parse(tmp_path, monkeypatch, case, name):
-    path = tmp_path / name
-    path.write_bytes(_ARRAYS[case])
-    file = _cline_tasks.single(path, "cline")
-    whole = list(_cline_tasks.json_lines(path, file))
-    monkeypatch.setattr(_cline_tasks, "STREAM_BYTES", 0)
-    calls = []
-    real = _cline_tasks._streamed_items
-    monkeypatch.setattr(_cline_tasks, "_streamed_items", lambda p: calls.append(p) or real(p))
-    streamed = list(_cline_tasks.json_lines(path, file))
+    whole, streamed, calls = _both_ways(tmp_path, monkeypatch, name, _ARRAYS[case], "_streamed_items")
     assert streamed == whole
     assert whole or case == "empty"
     # a file that is not UTF-8 is quarantined whole, as before, and never streamed
-    assert len(calls) == (0 if case.startswith("not UTF-8") else 1)
+    assert calls == (0 if case.startswith("not UTF-8") else 1)
 
 
 @pytest.mark.parametrize("shape", ["array", "Roo object"])
