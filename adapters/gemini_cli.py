@@ -229,36 +229,38 @@ class _Replay:
         self.parent[idx] = self._leaf()
 
 
-def _split_lines(data: bytes) -> list[tuple[int, bytes]]:
-    out = []
-    offset = 0
-    parts = data.split(b"\n")
-    if parts and parts[-1] == b"":
-        parts.pop()
-    for raw in parts:
-        out.append((offset, raw))
-        offset += len(raw) + 1
-    return out
+def _line_spans(data: bytes) -> list[tuple[int, int]]:
+    """(start, end) of each line of `data`, without its newline; the bytes are sliced out when
+    a line is read, so the lines are never all held beside the file's bytes."""
+    spans = []
+    start, size = 0, len(data)
+    while start < size:
+        end = data.find(b"\n", start)
+        if end < 0:
+            end = size
+        spans.append((start, end))
+        start = end + 1
+    return spans
 
 
 def _oplog_lines(data: bytes, file: SourceFile) -> Iterator[bytes]:
-    lines = _split_lines(data)
-    parsed: list[tuple[str, str | None, object]] = []  # (op, text, value)
+    """Two passes over the lines: the first replays them (which line each message's current
+    version is, what it follows) and keeps only each line's op, the second writes each line
+    with its facts. A line's text is decoded again in the second pass rather than held with its
+    parsed value from the first: a long session's values took several times the file's size."""
+    lines = _line_spans(data)
+    ops: list[str] = []
     replay = _Replay()
     session_id = header_id = None
     sidechain = False
-    for idx, (offset, raw) in enumerate(lines):
-        content = raw[:-1] if raw.endswith(b"\r") else raw
-        if offset == 0 and content.startswith(b"\xef\xbb\xbf"):
-            content = content[3:]
+    for idx, (offset, end) in enumerate(lines):
+        text = _line_text(offset, data[offset:end])
         try:
-            text = content.decode("utf-8")
-            value = _parse(text) if text.strip() else None
+            value = _parse(text) if text is not None and text.strip() else None
         except ValueError:
-            parsed.append(("bad", None, None))
-            continue
+            value = None
         if not isinstance(value, dict):
-            parsed.append(("bad", None, None))
+            ops.append("bad")
             continue
         if isinstance(value.get("$rewindTo"), str):
             replay.rewind(idx, value["$rewindTo"])
@@ -279,13 +281,25 @@ def _oplog_lines(data: bytes, file: SourceFile) -> Iterator[bytes]:
             op = "session"
         else:
             op = "unknown"
-        parsed.append((op, text, value))
+        ops.append(op)
     sid = header_id or session_id or file.path.stem
-    for idx, ((offset, raw), (op, text, _value)) in enumerate(zip(lines, parsed)):
+    for idx, ((offset, end), op) in enumerate(zip(lines, ops)):
+        raw = data[offset:end]
         if op == "bad":
             yield raw[:-1] if raw.endswith(b"\r") else raw  # not a JSON object: quarantined as is
             continue
-        yield _wrap(_cv(replay, idx, op, offset, sid, sidechain), text)
+        yield _wrap(_cv(replay, idx, op, offset, sid, sidechain), _line_text(offset, raw))
+
+
+def _line_text(offset: int, raw: bytes) -> str | None:
+    """A line's text without its CR (and the file's BOM); None when it is not UTF-8."""
+    content = raw[:-1] if raw.endswith(b"\r") else raw
+    if offset == 0 and content.startswith(b"\xef\xbb\xbf"):
+        content = content[3:]
+    try:
+        return content.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
 
 
 def _cv(replay: _Replay, idx: int, op: str, offset: int | None, sid: str, sidechain: bool) -> dict:

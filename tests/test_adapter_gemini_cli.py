@@ -378,3 +378,37 @@ def test_discover_skips_side_files_and_symlinked_folders(tmp_path):
         "tmp/weather-app/chats/session-2026-02-20T14-02-9e8f7a6b.json",
         "tmp/weather-app/chats/session-2026-03-10T09-15-5d1c2b3a.jsonl",
     ]
+
+
+def test_a_long_oplog_is_replayed_in_memory_near_its_size(tmp_path):
+    """An op-log is replayed before any line is written, so every line is read twice; holding
+    each line's bytes, text and parsed value for the second pass took over four times the
+    file. Only each line's span and op are held now. tracemalloc counts the Python objects,
+    the file's own bytes included; the lines written are the physical lines, in order."""
+    import tracemalloc
+
+    path = tmp_path / "tmp" / "p" / "chats" / "session-2026-03-10T09-15-long.jsonl"
+    path.parent.mkdir(parents=True)
+    head = {"sessionId": "long", "projectHash": "f" * 64, "startTime": "2026-03-10T09:15:00Z", "kind": "main"}
+    lines = [json.dumps(head)]
+    for i in range(600):
+        lines.append(json.dumps({"id": f"m{i}", "timestamp": "2026-03-10T09:16:00Z",
+                                 "type": "user" if i % 2 else "gemini",
+                                 "content": [{"text": f"step {i} ünïcode {'x y z ' * 5000}"}]}))
+    lines.insert(300, "{torn")
+    path.write_text("\n".join(lines) + "\n")
+    size = path.stat().st_size
+    file = gemini_cli._classify(path, path.parents[3], single=True)
+    tracemalloc.start()
+    try:
+        out = list(gemini_cli.to_lines(path, file))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    # the lines written (held here by the test) are about the file's size again
+    written = sum(len(line) for line in out)
+    assert peak - written < 1.5 * size, (peak, written, size)
+    assert len(out) == len(lines)
+    assert out[300] == b"{torn"
+    assert [json.loads(line)["cv"]["offset"] for line in out[299:302:2]] == [
+        sum(len(x) + 1 for x in lines[:299]), sum(len(x) + 1 for x in lines[:301])]
