@@ -38,12 +38,10 @@ load and the torn tail is quarantined as a malformed row.
 
 A long task's API history grows to hundreds of megabytes, and parsing it as one document took
 three to four times its size in memory (a 434 MB history: 1.5 GB). A document of STREAM_BYTES
-or more is therefore read an element at a time (ijson), which holds one element, not the
-document: an array's elements, or the `messages` of an object (Roo's RooMessage history, the
-SDK's messages file), whose other members are read in a first pass that passes over the
-messages unbuilt. Where the streaming parser stops on something Python's parser accepts (an
-integer beyond 64 bits, NaN), Python's parser goes on from that element of an array, and an
-object is parsed whole, so both ways give the same lines.
+or more is therefore read an element at a time (adapters/_json_stream.py): an array's
+elements, or the `messages` of an object (Roo's RooMessage history, the SDK's messages file),
+whose other members are read in a first pass that passes over the messages unbuilt. Both ways
+give the same lines.
 
 Old (XML) tool calls: until native tool calling, Cline and Roo wrote a tool call as XML in the
 assistant's text (``<read_file>\\n<path>a.ts</path>\\n</read_file>``) and answered it in the
@@ -55,7 +53,6 @@ user line ``tool_result`` markers naming the content blocks that hold each resul
 """
 from __future__ import annotations
 
-import codecs
 import itertools
 import json
 import os
@@ -63,8 +60,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
-import ijson
-
+from convarch.adapters import _json_stream as json_stream
 from convarch.adapters.base import RootError, SourceFile, malformed_row
 
 #: File names of a task folder and what they hold.
@@ -203,17 +199,17 @@ def json_lines(copy: Path, file: SourceFile) -> Iterator[bytes]:
     kind = TASK_FILES.get(file.path.name)
     sdk_name = file.path.name.endswith(MESSAGES_SUFFIX)
     if copy.stat().st_size >= STREAM_BYTES:
-        opening = _opening(copy)
+        opening = json_stream.opening(copy)
         # (a file that is not UTF-8 is quarantined whole, below, as it always was)
-        if opening == b"[" and _is_text(copy):
-            torn: list[_TornArray] = []
-            yield from _array_lines(_until_torn(_streamed_items(copy), torn), kind)
+        if opening == b"[" and json_stream.is_text(copy):
+            torn: list[json_stream.Torn] = []
+            yield from _array_lines(json_stream.until_torn(json_stream.array_items(copy), torn), kind)
             for t in torn:
                 yield malformed_row(f"{file.path.name} after element {t.count}", t.error, t.rest)
             return
-        rest = _without_messages(copy) if opening == b"{" else None
+        rest = json_stream.members_without(copy, "messages") if opening == b"{" else None
         if rest is not None:
-            yield from _message_lines(rest, _streamed_messages(copy), sdk_name)
+            yield from _message_lines(rest, json_stream.member_items(copy, "messages"), sdk_name)
             return
     data = copy.read_bytes()
     if not data.strip():
@@ -221,7 +217,7 @@ def json_lines(copy: Path, file: SourceFile) -> Iterator[bytes]:
     try:
         doc = json.loads(data)
     except (ValueError, RecursionError) as exc:
-        items, rest = _salvage_array(data)
+        items, rest = json_stream.salvage_array(data)
         if items is None:
             yield data
             return
@@ -236,182 +232,6 @@ def json_lines(copy: Path, file: SourceFile) -> Iterator[bytes]:
         yield from _object_lines(doc, kind, sdk_name)
     else:
         yield dump(doc)
-
-
-class _TornArray(Exception):
-    """A streamed array ended in something no parser reads, after `count` elements."""
-
-    def __init__(self, count: int, error: str, rest: bytes):
-        super().__init__(error)
-        self.count, self.error, self.rest = count, error, rest
-
-
-def _until_torn(items: Iterator, torn: list[_TornArray]) -> Iterator:
-    """`items` until a torn tail, which is put in `torn`: the elements before it still load."""
-    try:
-        yield from items
-    except _TornArray as t:
-        torn.append(t)
-
-
-def _is_text(path: Path) -> bool:
-    """Whether the file is UTF-8, read a megabyte at a time."""
-    decoder = codecs.getincrementaldecoder("utf-8")()
-    try:
-        with open(path, "rb") as fh:
-            while chunk := fh.read(1 << 20):
-                decoder.decode(chunk)
-        decoder.decode(b"", final=True)
-    except UnicodeDecodeError:
-        return False
-    return True
-
-
-def _opening(path: Path) -> bytes:
-    """The document's first character after white space: b"[" an array, b"{" an object."""
-    with open(path, "rb") as fh:
-        return fh.read(4096).lstrip()[:1]
-
-
-_OPEN, _CLOSE = frozenset({"start_map", "start_array"}), frozenset({"end_map", "end_array"})
-
-
-def _without_messages(path: Path) -> dict | None:
-    """The top-level members of an object document other than its `messages` array, in file
-    order, with the array passed over unbuilt; None when the document has no such array or is
-    not one the streaming parser reads to the end (the whole-document path then decides, so a
-    document is either streamed completely or parsed as before)."""
-    rest: dict = {}
-    key, depth, builder, arrays = None, 0, None, 0
-    try:
-        with open(path, "rb") as fh:
-            events = ijson.parse(fh, use_float=True, buf_size=1 << 20)
-            if next(events)[1] != "start_map":
-                return None
-            for _prefix, event, value in events:
-                if depth == 0:                       # between the document's members
-                    if event == "map_key":
-                        if value.startswith("messages."):    # named like the array's items
-                            return None
-                        key = value
-                        continue
-                    if event == "end_map":
-                        break
-                    if key == "messages":            # passed over, not built
-                        if event != "start_array":
-                            return None
-                        arrays += 1
-                    elif event in _OPEN:
-                        builder = ijson.ObjectBuilder()
-                    else:
-                        rest[key] = value
-                        continue
-                if builder is not None:
-                    builder.event(event, value)
-                if event in _OPEN:
-                    depth += 1
-                elif event in _CLOSE:
-                    depth -= 1
-                    if depth == 0 and builder is not None:
-                        rest[key] = builder.value
-                        builder = None
-            for _ in events:                         # white space only, or the parser raises
-                pass
-    except (ijson.JSONError, ValueError, StopIteration):
-        return None
-    # a second `messages` member would make the streamed elements both arrays' (json.loads keeps
-    # the last): such a document is parsed whole
-    return rest if arrays == 1 else None
-
-
-def _streamed_messages(path: Path) -> Iterator:
-    """The elements of the top-level `messages` array, one at a time (the document was read to
-    its end once already by _without_messages)."""
-    with open(path, "rb") as fh:
-        yield from ijson.items(fh, "messages.item", use_float=True, buf_size=1 << 20)
-
-
-def _streamed_items(path: Path) -> Iterator:
-    """The elements of the top-level array in the file at `path`, one at a time."""
-    count = 0
-    with open(path, "rb") as fh:
-        try:
-            for item in ijson.items(fh, "item", use_float=True, buf_size=1 << 20):
-                yield item
-                count += 1
-            return
-        except (ijson.JSONError, ValueError):
-            pass
-    # the streaming parser stopped: Python's goes on from the same element, and what it cannot
-    # read either is the torn tail (only such files are read whole)
-    yield from _python_items_after(path.read_bytes(), count)
-
-
-def _python_items_after(data: bytes, skip: int) -> Iterator:
-    """The elements of a top-level array after the first `skip`, decoded by Python's parser;
-    raises _TornArray where the array stops being readable, as _salvage_array would cut it."""
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise _TornArray(skip, str(exc), data) from None     # _is_text said otherwise
-    decoder = json.JSONDecoder()
-    i = text.index("[") + 1
-    count = 0
-    while True:
-        while i < len(text) and text[i] in " \t\r\n":
-            i += 1
-        try:
-            item, end = decoder.raw_decode(text, i)
-        except (ValueError, RecursionError) as exc:
-            if count == 0 and text.startswith("]", i) and not text[i + 1:].strip():
-                return                                           # an empty array
-            raise _TornArray(count, str(exc), text[i:].encode("utf-8")) from None
-        if count >= skip:
-            yield item
-        count += 1
-        i = end
-        while i < len(text) and text[i] in " \t\r\n":
-            i += 1
-        if i < len(text) and text[i] == ",":
-            i += 1
-        elif text.startswith("]", i) and not text[i + 1:].strip():
-            return
-        else:
-            try:
-                json.loads(text)                                 # the error Python gives for the whole
-                error = "not a JSON array"
-            except (ValueError, RecursionError) as exc:
-                error = str(exc)
-            raise _TornArray(count, error, text[i:].encode("utf-8"))
-
-
-def _salvage_array(data: bytes) -> tuple[list | None, bytes]:
-    """The complete elements at the head of a top-level JSON array cut short, and the bytes
-    after them; (None, data) when the document is not such an array."""
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        return None, data
-    decoder = json.JSONDecoder()
-    i = len(text) - len(text.lstrip())
-    if not text.startswith("[", i):
-        return None, data
-    i += 1
-    items: list = []
-    while True:
-        while i < len(text) and text[i] in " \t\r\n":
-            i += 1
-        try:
-            item, i = decoder.raw_decode(text, i)
-        except (ValueError, RecursionError):
-            return items, text[i:].encode("utf-8")
-        items.append(item)
-        while i < len(text) and text[i] in " \t\r\n":
-            i += 1
-        if i < len(text) and text[i] == ",":
-            i += 1
-        else:
-            return items, text[i:].encode("utf-8")
 
 
 def _shape(item) -> str:

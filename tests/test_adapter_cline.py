@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import PEER, REPO, tree_fingerprint
-from convarch.adapters import _cline_tasks, cline
+from convarch.adapters import _cline_tasks, _json_stream, cline
 from convarch.adapters.base import RootError
 from convarch.cli.targets import default_targets
 from convarch.etl.ingest import ingest
@@ -453,22 +453,22 @@ _STREAMED_OBJECTS = {"Roo history", "members after the messages", "SDK session",
 
 def _both_ways(tmp_path, monkeypatch, name: str, data: bytes, streamer: str) -> tuple[list, list, int]:
     """The lines of one document parsed whole and with streaming on (STREAM_BYTES 0), and how
-    many times the streaming reader `streamer` was called."""
+    many times the streaming reader `streamer` (of adapters/_json_stream.py) was called."""
     path = tmp_path / name
     path.write_bytes(data)
     file = _cline_tasks.single(path, "cline")
     whole = list(_cline_tasks.json_lines(path, file))
     monkeypatch.setattr(_cline_tasks, "STREAM_BYTES", 0)
     calls = []
-    real = getattr(_cline_tasks, streamer)
-    monkeypatch.setattr(_cline_tasks, streamer, lambda p: calls.append(p) or real(p))
+    real = getattr(_json_stream, streamer)
+    monkeypatch.setattr(_json_stream, streamer, lambda *a: calls.append(a) or real(*a))
     return whole, list(_cline_tasks.json_lines(path, file)), len(calls)
 
 
 @pytest.mark.parametrize("case", sorted(_OBJECTS))
 @pytest.mark.parametrize("name", ["api_conversation_history.json", "1778000000004_zz9yx.messages.json"])
 def test_a_streamed_object_gives_the_lines_of_a_whole_parse(tmp_path, monkeypatch, case, name):
-    whole, streamed, calls = _both_ways(tmp_path, monkeypatch, name, _OBJECTS[case], "_streamed_messages")
+    whole, streamed, calls = _both_ways(tmp_path, monkeypatch, name, _OBJECTS[case], "member_items")
     assert streamed == whole
     assert whole or name.startswith("api_") and case == "no messages"
     assert calls == (case in _STREAMED_OBJECTS)
@@ -477,7 +477,7 @@ def test_a_streamed_object_gives_the_lines_of_a_whole_parse(tmp_path, monkeypatc
 @pytest.mark.parametrize("case", sorted(_ARRAYS))
 @pytest.mark.parametrize("name", ["api_conversation_history.json", "ui_messages.json"])
 def test_a_streamed_array_gives_the_lines_of_a_whole_parse(tmp_path, monkeypatch, case, name):
-    whole, streamed, calls = _both_ways(tmp_path, monkeypatch, name, _ARRAYS[case], "_streamed_items")
+    whole, streamed, calls = _both_ways(tmp_path, monkeypatch, name, _ARRAYS[case], "array_items")
     assert streamed == whole
     assert whole or case == "empty"
     # a file that is not UTF-8 is quarantined whole, as before, and never streamed
