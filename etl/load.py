@@ -168,8 +168,7 @@ class BatchWriter:
         con = self.con
         nbytes = pa.compute.sum(pa.compute.binary_length(lines["line"])).as_py() or 0
         if self.query_bytes is not None and nbytes > self.query_bytes and lines.num_rows > 1:
-            half = lines.num_rows // 2      # lines like these ran out of memory already: no retry
-            return self._load_lines(lines.slice(0, half)) + self._load_lines(lines.slice(half))
+            return self._load_halves(lines)     # lines like these ran out of memory already: no retry
         bad_before = len(self.bad)
         try:
             self._records_batch(lines)
@@ -182,8 +181,7 @@ class BatchWriter:
             if lines.num_rows > 1:
                 # the writer's later batches (the rest of a big file) are cut this small up front
                 self.query_bytes = min(self.query_bytes or nbytes, nbytes // 2)
-                half = lines.num_rows // 2
-                return self._load_lines(lines.slice(0, half)) + self._load_lines(lines.slice(half))
+                return self._load_halves(lines)
             if not roomy:
                 return self._load_alone(lines)
             self._too_large(lines, exc)
@@ -200,6 +198,10 @@ class BatchWriter:
         con.unregister("lines")
         con.execute("drop table records_batch; drop table blocks_batch")
         return groups
+
+    def _load_halves(self, lines: pa.Table) -> list[RowGroup]:
+        half = lines.num_rows // 2
+        return self._load_lines(lines.slice(0, half)) + self._load_lines(lines.slice(half))
 
     def _remember_context(self) -> None:
         """The context lines of every file loaded so far, this batch's lines included."""
