@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 CONVARCH := $(VENV)/bin/convarch
 DEMO_DB := .convarch-demo/convarch.duckdb
 
-.PHONY: run test install install-test bench bench-sources clean
+.PHONY: run test install install-test bench bench-sources bench-rewrites clean
 
 $(VENV)/bin/activate:
 	$(PYTHON) -m venv $(VENV)
@@ -40,6 +40,11 @@ bench: $(VENV)/bin/activate
 bench-sources: $(VENV)/bin/activate
 	$(PY) -m pip install --quiet -e '.[bench]' --config-settings editable_mode=strict
 	$(PY) bench/sources.py $(BENCH_ARGS)
+
+## The bench's rewritten-stores section alone: a grown JSON history, a database written elsewhere.
+bench-rewrites: $(VENV)/bin/activate
+	$(PY) -m pip install --quiet -e '.[bench]' --config-settings editable_mode=strict
+	$(PY) bench/rewrites.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) .convarch-demo build *.egg-info

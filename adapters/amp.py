@@ -64,6 +64,8 @@ NAME = "amp"
 TITLE = "Amp"
 ENV_VARS: tuple[str, ...] = ()
 EXTRACT = Extract(records="extract/amp__records", blocks="extract/amp__blocks")
+# its SQL reads every line on its own: a rewrite that only added lines loads just those
+LINES_STAND_ALONE = True
 
 
 def default_roots(env: Mapping[str, str], home: Path) -> list[Path]:

@@ -74,6 +74,11 @@ class Adapter(Protocol):
     # store's other files, so new files may be numbered in the order they were last written
     # (etl/extract.py); without it they keep the order discover() gives.
 
+    # Optional: LINES_STAND_ALONE = True when the extraction SQL reads each line on its own (no
+    # window or join across a file's lines). A whole container (not "jsonl") that is rewritten
+    # but gives, first, exactly the lines it gave before is then loaded as an append of its
+    # new lines (etl/containers.py); without it such a container is loaded again whole.
+
     # Optional, for containers other than "jsonl": turn the private copy of a file into JSON
     # lines (bytes, no newline), one per record, in a stable order.
     # def to_lines(self, copy: Path, file: SourceFile) -> Iterator[bytes]: ...

@@ -92,6 +92,8 @@ NAME = "cursor"
 TITLE = "Cursor"
 ENV_VARS = ("CURSOR_CONFIG_DIR",)
 EXTRACT = Extract(records="extract/cursor__records", blocks="extract/cursor__blocks")
+# its SQL reads every line on its own: a rewrite that only added lines loads just those
+LINES_STAND_ALONE = True
 
 VSCDB = "state.vscdb"
 TRANSCRIPTS = "agent-transcripts"

@@ -48,6 +48,8 @@ NAME = "goose"
 TITLE = "goose"
 ENV_VARS = ("GOOSE_PATH_ROOT",)
 EXTRACT = Extract(records="extract/goose__records", blocks="extract/goose__blocks")
+# its SQL reads every line on its own: a rewrite that only added lines loads just those
+LINES_STAND_ALONE = True
 
 DB_NAME = "sessions.db"
 #: Text columns goose stores as JSON, per table.

@@ -64,6 +64,8 @@ NAME = "hermes"
 TITLE = "Hermes Agent"
 ENV_VARS = ("HERMES_HOME",)
 EXTRACT = Extract(records="extract/hermes__records", blocks="extract/hermes__blocks")
+# its SQL reads every line on its own: a rewrite that only added lines loads just those
+LINES_STAND_ALONE = True
 
 DB_NAME = "state.db"
 SIDECARS = ("-wal", "-shm", "-journal")

@@ -74,6 +74,8 @@ NAME = "kimi_cli"
 TITLE = "Kimi CLI"
 ENV_VARS = ("KIMI_SHARE_DIR",)
 EXTRACT = Extract(records="extract/kimi_cli__records", blocks="extract/kimi_code__blocks")
+# its SQL reads every line on its own: a rewrite that only added lines loads just those
+LINES_STAND_ALONE = True
 
 METADATA_FILE = "kimi.json"
 DOCS = ("state.json", "metadata.json")

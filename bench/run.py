@@ -4,9 +4,12 @@ Every figure is printed with its ratio to a baseline measured here, on the same 
 ingest against orjson parsing every line on all cores (the parse limit), against DuckDB's
 own fastest raw parse, and against parsing every line and keeping it as zstd Parquet (the
 least an archive of raw lines does); a no-change re-ingest against the full ingest; each
-source's cost per file against Claude Code's (bench/sources.py); and so on. Results are also written as JSON so a later run can be compared with this one.
+source's cost per file against Claude Code's (bench/sources.py); a rewritten store's pick-up
+against reading it again whole (bench/rewrites.py); and so on. Results are also written as
+JSON so a later run can be compared with this one.
 
-Usage: python bench/run.py [--mb 1000] [--chain-sessions 1000] [--chain-records 2000] [--source-files 500] [--quick]
+Usage: python bench/run.py [--mb 1000] [--chain-sessions 1000] [--chain-records 2000] [--source-files 500]
+       [--rewrite-mb 60] [--quick]
 """
 from __future__ import annotations
 
@@ -26,6 +29,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from generate import VERSION, generate, generate_chain_corpus  # noqa: E402
+from rewrites import report as rewrites_report  # noqa: E402
+from rewrites import rewrites  # noqa: E402
 from sources import every_source, report  # noqa: E402
 
 INGEST = """
@@ -162,11 +167,13 @@ def main() -> None:
     ap.add_argument("--chain-records", type=int, default=2000)
     ap.add_argument("--source-files", type=int, default=500,
                     help="about this many files of each source in the every-source section (0: skip it)")
+    ap.add_argument("--rewrite-mb", type=int, default=60,
+                    help="size of each store in the rewritten-stores section (0: skip it)")
     ap.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
     ap.add_argument("--out", type=Path, default=HERE / "out")
     args = ap.parse_args()
     if args.quick:
-        args.mb, args.chain_sessions, args.chain_records, args.source_files = 50, 50, 500, 100
+        args.mb, args.chain_sessions, args.chain_records, args.source_files, args.rewrite_mb = 50, 50, 500, 100, 5
     work = args.out / "work"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
@@ -291,6 +298,11 @@ def main() -> None:
         print("every source …", flush=True)
         results["sources"] = every_source(INGEST, work / "sources", args.source_files)
 
+    if args.rewrite_mb:
+        print("rewritten stores …", flush=True)
+        (work / "rewrites").mkdir()
+        results["rewrites"] = rewrites(INGEST, work / "rewrites", args.rewrite_mb)
+
     args.out.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%dT%H%M%S")
     (args.out / f"results-{stamp}.json").write_text(json.dumps(results, indent=2))
@@ -313,6 +325,8 @@ handoff           {h['turns']:,} turns ({h['records']:,} records) rendered in {h
 results           {args.out / 'latest.json'}""")
     if "sources" in results:
         print(report(results["sources"]))
+    if "rewrites" in results:
+        print(rewrites_report(results["rewrites"]))
 
 
 if __name__ == "__main__":

@@ -1,8 +1,17 @@
 """Snapshots of stores that are not append-only JSONL: whole JSON documents, zstd JSONL and
 SQLite families are copied privately and turned into JSON lines (by the adapter's `to_lines`
-where it has one), so every container reaches the same line-parsing path."""
+where it has one), so every container reaches the same line-parsing path.
+
+Such a container is rewritten in place, and read again whole, whenever it changes. The lines
+it gives are hashed as they are written, so the run can tell what really changed: a SQLite
+store whose writes touched only tables the adapter does not read (or a WAL checkpoint), or a
+document saved again unchanged, gives the same lines and loads nothing; a history that only
+grew gives the lines it gave before and then new ones (etl/extract.py).
+"""
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import os
 import shutil
 from pathlib import Path
@@ -11,8 +20,35 @@ from convarch.adapters.base import SourceFile
 from convarch.etl import snapshot as snap
 
 
-def snapshot_whole(file: SourceFile, dest: Path, workdir: Path) -> snap.Snapshot:
-    """Copy a non-line container privately and write the JSON lines the adapter makes of it.
+class LinesDigest:
+    """A running hash of the lines written, which also notes where the first `known[0]` lines
+    end when they hash to `known[1]` (the lines of the version read before)."""
+
+    def __init__(self, known: tuple[int, str] | None):
+        self._hash = hashlib.blake2b(digest_size=16)
+        self.lines = 0
+        self.nbytes = 0
+        self.known = known
+        self.known_end: int | None = 0 if known == (0, self.hexdigest()) else None
+
+    def add(self, line: bytes) -> None:
+        self._hash.update(line)
+        self.lines += 1
+        self.nbytes += len(line)
+        if self.known is not None and self.lines == self.known[0] and self.hexdigest() == self.known[1]:
+            self.known_end = self.nbytes
+
+    def hexdigest(self) -> str:
+        return self._hash.hexdigest()
+
+    def stamp(self, s: snap.Snapshot) -> snap.Snapshot:
+        return dataclasses.replace(s, lines=self.lines, lines_hash=self.hexdigest(), known_end=self.known_end)
+
+
+def snapshot_whole(file: SourceFile, dest: Path, workdir: Path,
+                   known: tuple[int, str] | None = None) -> snap.Snapshot:
+    """Copy a non-line container privately and write the JSON lines the adapter makes of it;
+    `known` is (count, hash) of the lines the version read before gave.
 
     A container the adapter cannot read (a corrupt zstd frame, a file that is not SQLite, a
     document that is not JSON) becomes one quarantined line carrying the reason.
@@ -21,8 +57,11 @@ def snapshot_whole(file: SourceFile, dest: Path, workdir: Path) -> snap.Snapshot
 
     adapter = adapters.get(file.source)
     to_lines = getattr(adapter, "to_lines", None)
+    digest = LinesDigest(known)
     if file.container == "json" and to_lines is None:
-        return snap.snapshot_document(file.path, dest)
+        s = snap.snapshot_document(file.path, dest)
+        digest.add(dest.read_bytes())
+        return digest.stamp(s)
     workdir.mkdir(mode=0o700)
     try:
         if file.container == "sqlite":
@@ -31,17 +70,19 @@ def snapshot_whole(file: SourceFile, dest: Path, workdir: Path) -> snap.Snapshot
         else:
             copy = workdir / file.path.name
             size = snap.copy_whole(file.path, copy)
-        count = 0
         with open(dest, "wb") as out:
             try:
                 lines = to_lines(copy, file) if to_lines else _default_lines(file.container, copy)
                 for line in lines:
-                    out.write(line.replace(b"\n", b" ") + b"\n")
-                    count += 1
+                    line = line.replace(b"\n", b" ") + b"\n"
+                    out.write(line)
+                    digest.add(line)
             except Exception as exc:  # noqa: BLE001 - any failure to read becomes a quarantined line
-                out.write(_unreadable_line(file, exc) + b"\n")
+                line = _unreadable_line(file, exc) + b"\n"
+                out.write(line)
+                digest.add(line)
         os.chmod(dest, 0o600)
-        return snap.Snapshot(dest, 0, size, size, 0, "")
+        return digest.stamp(snap.Snapshot(dest, 0, size, size, 0, ""))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 

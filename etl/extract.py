@@ -6,7 +6,7 @@ commits what this returns.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -65,6 +65,8 @@ class UnitResult:
     sessions: set[tuple[str, str]]
     skipped: list[tuple[str, str]]
     redacted: int
+    #: rewritten containers that gave the same lines as before: nothing loaded
+    same: list[Planned] = field(default_factory=list)
 
 
 def units(changed: list[Planned]) -> list[Unit]:
@@ -159,7 +161,8 @@ def earlier_context(lake: Path, state, changed: list[Planned]) -> dict[str, pa.T
 def extract(staging, run_id, state, changed: list[Planned], summary: Summary, progress, workers: Workers,
             earlier: dict[str, pa.Table] | None = None):
     """Snapshot and parse every changed file on the workers; return the Parquet written, the
-    watermark updates, the sessions seen and each batch's row groups (for the index).
+    watermark updates, the sessions seen, each batch's row groups (for the index) and the
+    rewritten containers that gave the same lines as before (only their stat is new).
     `earlier` holds context lines of appended files (earlier_context)."""
     _number_new_files(state, changed)
     earlier = earlier or {}
@@ -190,6 +193,7 @@ def extract(staging, run_id, state, changed: list[Planned], summary: Summary, pr
     updates: list[dict] = []
     sessions: set[tuple[str, str]] = set()
     batches: list[list[RowGroup]] = []
+    same: list[Planned] = []
     try:
         results = list(_each(workers.map_unordered(load, units(changed)), progress))
     except BaseException:
@@ -204,7 +208,8 @@ def extract(staging, run_id, state, changed: list[Planned], summary: Summary, pr
         summary.skipped += r.skipped
         summary.files_skipped += len(r.skipped)
         summary.redacted += r.redacted
-    return written, updates, sessions, batches
+        same += r.same
+    return written, updates, sessions, batches, same
 
 
 def _each(results, progress):
@@ -217,20 +222,36 @@ def _each(results, progress):
 def read_file(p: Planned, writer: BatchWriter, snapdir: Path, result: UnitResult, redacting: bool) -> dict | None:
     prev = p.prev
     file_id = p.file_id
-    if p.action == "new":
-        epoch, lines_read = 1, 0
-    else:
-        epoch = prev["epoch"] + (1 if p.action == "rewrite" else 0)
-        lines_read = 0 if p.action == "rewrite" else prev["lines_read"]
+    action = p.action
     dest = snapdir / f"{file_id}.jsonl"
+    known = None
+    if action == "rewrite" and prev.get("lines_hash"):
+        known = (prev["lines_read"], prev["lines_hash"])
     try:
         if p.file.container == "jsonl":
             s = snap.snapshot_lines(p.file.path, p.start, dest)
         else:
-            s = snapshot_whole(p.file, dest, snapdir / f"{file_id}.copy")
+            s = snapshot_whole(p.file, dest, snapdir / f"{file_id}.copy", known)
     except (OSError, snap.NotRegularFile) as exc:
         result.skipped.append((str(p.file.path), reason(exc)))
         return None
+    skip = 0
+    if known is not None and s.known_end is not None:
+        if s.lines == known[0]:
+            # the same lines as before (a write to a table not read, a document saved again):
+            # nothing to load, only the new stat to remember
+            dest.unlink()
+            result.same.append(p)
+            return None
+        from convarch import adapters
+
+        if getattr(adapters.get(p.file.source), "LINES_STAND_ALONE", False):
+            action, skip = "append", s.known_end      # the lines before are loaded already
+    if action == "new":
+        epoch, lines_read = 1, 0
+    else:
+        epoch = prev["epoch"] + (1 if action == "rewrite" else 0)
+        lines_read = 0 if action == "rewrite" else prev["lines_read"]
     ctx = FileContext(
         file_id=file_id,
         source=p.file.source,
@@ -247,7 +268,7 @@ def read_file(p: Planned, writer: BatchWriter, snapdir: Path, result: UnitResult
         def transform(line: str) -> str:
             return redact_json_line(line, redactor)
 
-    for batch in split_snapshot(dest, file_id, s.start, lines_read + 1, transform=transform):
+    for batch in split_snapshot(dest, file_id, s.start, lines_read + 1, transform=transform, skip=skip):
         writer.add(ctx, batch.table, batch.bad, batch.nbytes)
         lines_read += batch.lines
         if writer.pending_bytes >= FLUSH_BYTES:
@@ -259,7 +280,7 @@ def read_file(p: Planned, writer: BatchWriter, snapdir: Path, result: UnitResult
         "file_id": file_id,
         "source": p.file.source,
         "path": str(p.file.path),
-        "action": p.action,
+        "action": action,
         "stat": p.stat,
         "offset": s.end,
         "size": s.size,
@@ -268,7 +289,8 @@ def read_file(p: Planned, writer: BatchWriter, snapdir: Path, result: UnitResult
         "epoch": epoch,
         "tail_bytes": s.size - s.end,
         "lines_read": lines_read,
-        "prev_records": prev["records"] if prev and p.action != "rewrite" else 0,
+        "prev_records": prev["records"] if prev and action != "rewrite" else 0,
+        "lines_hash": s.lines_hash or None,
         "session_hint": p.file.session_hint,
         "parent_session_hint": p.file.parent_session_hint,
     }

@@ -132,8 +132,8 @@ def _ingest(layout, targets, on_plan, progress, wait_seconds, redact, n_workers)
         workers = Workers(n_workers or default_workers(), staging / "spill")
         try:
             earlier = earlier_context(layout.lake, state, changed)
-            written, updates, sessions, batches = extract(staging, run_id, state, changed, summary, progress, workers,
-                                                          earlier)
+            written, updates, sessions, batches, same = extract(staging, run_id, state, changed, summary, progress,
+                                                                workers, earlier)
             loaded = [w.staged for w in written if w.table_name == "records"]
             if session_parts.missing(state):
                 loaded += session_parts.lake_records(layout, state)
@@ -148,7 +148,7 @@ def _ingest(layout, targets, on_plan, progress, wait_seconds, redact, n_workers)
                 layout, state, run_id, [(u["file_id"], u["epoch"], u["source"]) for u in updates], written, staging,
                 seeds, workers, records={u["file_id"]: u["prev_records"] + u["records_added"] for u in updates},
                 nbytes={u["file_id"]: u["size"] for u in updates})
-            touched = [p for p in plans if p.action == "touched"]
+            touched = [p for p in plans if p.action == "touched"] + same
             _move_into_lake(layout, staging, chain_written)
             written += chain_written
             merged = Compaction()
@@ -160,13 +160,16 @@ def _ingest(layout, targets, on_plan, progress, wait_seconds, redact, n_workers)
                 dropped = {w.path for w in merged.dropped}
                 written = [w for w in written if w.path not in dropped] + merged.written
             summary.sessions = len(sessions)
-            summary.files_changed = len(changed)
+            # a container that gave the same lines changed nothing, unless it was gone before
+            summary.files_changed = len(changed) - sum(1 for p in same if not p.prev.get("gone"))
             _commit(state, run_id, written, updates, touched, gone, summary, t0, merged.retired)
         finally:
             workers.close()
         for w in merged.dropped:      # this run's own small files: never registered, never listed
             (layout.lake / w.path).unlink(missing_ok=True)
-        data_changed = bool(written or gone or updates or any(t.prev.get("moved_from") for t in touched))
+        # a file moved, or back after it was gone, changes what the catalog reads without a row
+        data_changed = bool(written or gone or updates
+                            or any(t.prev.get("moved_from") or t.prev.get("gone") for t in touched))
         manifest = read_manifest(layout)
         last_data_run = state.execute(
             "select max(run_id) from ingest_runs where status = 'committed' and files_changed > 0"
@@ -301,7 +304,8 @@ def _commit(state, run_id, written, updates, touched, gone, summary: Summary, t0
             row = {"file_id": u["file_id"], "source": u["source"], "path": u["path"], "dev": st.dev, "inode": st.inode,
                    "size": u["size"], "mtime_ns": st.mtime_ns, "offset": u["offset"], "head_len": u["head_len"],
                    "head_hash": u["head_hash"], "epoch": u["epoch"], "tail_bytes": u["tail_bytes"],
-                   "lines_read": u["lines_read"], "records": added, "quarantined": quarantined}
+                   "lines_read": u["lines_read"], "records": added, "quarantined": quarantined,
+                   "lines_hash": u["lines_hash"]}
             if u["action"] == "new":
                 new_files.append(row | {"session_hint": u["session_hint"], "parent_session_hint": u["parent_session_hint"],
                                         "first_run_id": run_id, "last_run_id": run_id, "chain_run_id": run_id})
@@ -320,7 +324,7 @@ def _commit(state, run_id, written, updates, touched, gone, summary: Summary, t0
             state.execute(
                 "update source_files as f set path = c.path, dev = c.dev, inode = c.inode, size = c.size, "
                 "mtime_ns = c.mtime_ns, \"offset\" = c.\"offset\", head_len = c.head_len, head_hash = c.head_hash, "
-                "epoch = c.epoch, tail_bytes = c.tail_bytes, lines_read = c.lines_read, "
+                "epoch = c.epoch, tail_bytes = c.tail_bytes, lines_read = c.lines_read, lines_hash = c.lines_hash, "
                 "records = (case when c.reset then 0 else f.records end) + c.records, "
                 "quarantined = (case when c.reset then 0 else f.quarantined end) + c.quarantined, "
                 "last_run_id = ?, chain_run_id = ?, gone = false "
@@ -343,7 +347,7 @@ def _commit(state, run_id, written, updates, touched, gone, summary: Summary, t0
         state.execute(
             "update ingest_runs set status = 'committed', finished_at = ?, files_scanned = ?, files_changed = ?, "
             "records_added = ?, quarantined = ?, seconds = ? where run_id = ?",
-            [_now(), summary.files_scanned, len(updates) + len(gone) + sum(1 for t in touched if t.prev.get("moved_from")),
+            [_now(), summary.files_scanned, len(updates) + len(gone) + sum(1 for t in touched if t.prev.get("moved_from") or t.prev.get("gone")),
              summary.records_added, summary.quarantined,
              time.monotonic() - t0, run_id],
         )

@@ -45,21 +45,22 @@ class LineBatch:
 
 def split_snapshot(
     path: Path, file_id: int, start_offset: int, first_line_no: int, *,
-    transform: Callable[[str], str] | None = None,
+    transform: Callable[[str], str] | None = None, skip: int = 0,
 ) -> Iterator[LineBatch]:
     """Yield batches of complete lines from a snapshot that begins at `start_offset` of the
-    original and whose first line is physical line `first_line_no`.
+    original, from its byte `skip` on (lines loaded already come before it), whose first line
+    is physical line `first_line_no`.
 
     The snapshot (our own private copy, never the live file: a live file cut short under a
     mapping would kill the process) is memory-mapped and handed to Arrow without a copy, so
     the bytes are copied once, by the cut itself, instead of by every read, join and slice."""
     size = path.stat().st_size
-    if size == 0:
+    if size <= skip:
         return
     with open(path, "rb") as fh:
         mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
     try:
-        yield from _cut(mm, size, file_id, start_offset, first_line_no, transform)
+        yield from _cut(mm, size, file_id, start_offset + skip, first_line_no, transform, skip)
     finally:
         try:
             mm.close()
@@ -68,9 +69,9 @@ def split_snapshot(
 
 
 def _cut(mm: mmap.mmap, size: int, file_id: int, offset: int, line_no: int,
-         transform: Callable[[str], str] | None) -> Iterator[LineBatch]:
+         transform: Callable[[str], str] | None, pos: int = 0) -> Iterator[LineBatch]:
     data = pa.py_buffer(mm)
-    pos = released = 0
+    released = 0
     while pos < size:
         end = pos + READ_CHUNK
         cut = mm.rfind(b"\n", pos, end) if end < size else size - 1

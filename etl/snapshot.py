@@ -40,6 +40,11 @@ class Snapshot:
     size: int           # size of the original when it was read
     head_len: int
     head_hash: str
+    #: for a whole container, the JSON lines written: how many, their hash, and where the
+    #: lines of the version read before end, when they are the first lines again (else None)
+    lines: int = 0
+    lines_hash: str = ""
+    known_end: int | None = None
 
 
 def stat_source(path: Path) -> FileStat:

@@ -120,11 +120,18 @@ def test_a_rewritten_thread_replaces_its_earlier_version(tmp_path):
     db = tmp_path / "w.duckdb"
     assert run(db, data).records_added == 3
     path = data / "threads" / f"{tid}.json"
+    # the thread only grew: its first lines are the ones loaded before, so only the new load
     path.write_text(json.dumps(thread(tid, [("user", "one"), ("assistant", "two"), ("user", "three"), ("assistant", "four")])))
-    assert run(db, data).records_added == 5
+    assert run(db, data).records_added == 2
     assert scalar(db, "select count(*) from stg_records") == 5
     assert rows(db, "select text, parent_id from messages order by line_no") == [
         ("one", None), ("two", "0"), ("three", "1"), ("four", "2")]
+    assert scalar(db, "select max(file_epoch) from stg_records") == 1
+    # an earlier message edited: the thread is read again whole, as a new version
+    path.write_text(json.dumps(thread(tid, [("user", "one!"), ("assistant", "two"), ("user", "three")])))
+    assert run(db, data).records_added == 4
+    assert rows(db, "select text, parent_id from messages order by line_no") == [
+        ("one!", None), ("two", "0"), ("three", "1")]
     assert scalar(db, "select max(file_epoch) from stg_records") == 2
 
 

@@ -53,3 +53,19 @@ def test_generated_corpus_mixes_sources_and_loads_completely(tmp_path):
     requests = sum(1 for f in codex_files for ln in f.read_bytes().splitlines()
                    if json.loads(ln)["payload"].get("type") == "token_count")
     assert scalar(db, "select count(*) from usage where source = 'codex'") == requests
+
+
+def test_the_rewritten_stores_section_measures_what_it_says(tmp_path):
+    from rewrites import cline_messages, rewrites
+    from run import INGEST
+
+    msgs = cline_messages(1)
+    calls = sum(1 for m in msgs for b in m["content"] if b.get("type") == "tool_use")
+    res = rewrites(INGEST, tmp_path, 1)
+    grown, same = res["cline_grown"], res["goose_same_lines"]
+    # the grown history loads its two new messages alone; the edited one, every message again
+    assert (grown["records"], grown["whole_records"], grown["messages"]) == (2, len(msgs) + 2, len(msgs) + 2)
+    assert calls > 50 and grown["lake_growth_mb"] < 0.1 * grown["first_lake_mb"]
+    # the database written in a table convarch does not read loads nothing; the edit, everything
+    assert (same["records"], same["lake_growth_mb"]) == (0, 0)
+    assert same["whole_records"] > 1000

@@ -1,0 +1,175 @@
+"""Stores rewritten in place: a JSON document or a SQLite database is read again whole
+whenever it changes, and what it costs then depends on what changed in the lines it gives.
+
+Two stores, each about `mb` megabytes: a Cline task whose API history (one JSON array) grows
+by two messages, and a goose sessions.db that gets a row in a table convarch does not read
+(goose's own recipes, a WAL checkpoint and the like change the files, not the lines). Each
+pick-up is timed against the same store read again whole in the same run, after a change to
+one of its earlier lines (which must load everything again, as every rewrite did before), and
+the lake's growth is shown beside the size of its first load.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import random
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+WORDS = "alpha beta gamma delta retry cache build test lint deploy parser worker".split()
+TASK = "1780000000000"
+
+
+def _ingest(script: str, db: Path, source: str, root: Path) -> dict:
+    out = subprocess.run([sys.executable, "-c", script, str(db), f"{source}={root}"], capture_output=True, text=True)
+    if out.returncode:
+        sys.exit(f"ingest failed:\n{out.stderr}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def lake_bytes(db: Path) -> int:
+    """Bytes of the Parquet files the published catalog lists."""
+    d = db.parent / f"{db.stem}.d"
+    manifest = json.loads((d / "manifest.json").read_text())
+    return sum((Path(f) if Path(f).is_absolute() else d / "lake" / f).stat().st_size
+               for files in manifest["files"].values() for f in files)
+
+
+def _words(rng: random.Random, n: int) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(n))
+
+
+def cline_messages(mb: int, seed: int = 5) -> list[dict]:
+    """An API history of tool calls whose results are a few KB to tens of KB."""
+    rng = random.Random(seed)
+    msgs: list[dict] = [{"role": "user", "content": [{"type": "text", "text": "<task>\nfix the build\n</task>"}]}]
+    size, i = 0, 0
+    while size < mb * 1e6:
+        call = f"toolu_{i:06d}"
+        out = [{"role": "assistant", "content": [
+                   {"type": "text", "text": _words(rng, 30)},
+                   {"type": "tool_use", "id": call, "name": "execute_command", "input": {"command": f"make test {i}"}}]},
+               {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call,
+                                             "content": _words(rng, int(rng.lognormvariate(7, 1)))}]}]
+        size += sum(len(json.dumps(m)) for m in out)
+        msgs += out
+        i += 1
+    return msgs
+
+
+def _goose_build():
+    spec = importlib.util.spec_from_file_location("goose_build", FIXTURES / "goose" / "build_contract.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def goose_db(path: Path, mb: int, seed: int = 6) -> None:
+    build = _goose_build()
+    build.write_db(path)
+    rng = random.Random(seed)
+    con = sqlite3.connect(path)
+    size, i = 0, 0
+    while size < mb * 1e6:
+        rows = []
+        for _ in range(1000):
+            body = json.dumps([{"type": "text", "text": _words(rng, int(rng.lognormvariate(5, 1)))}])
+            rows.append((f"bench_{i}", "20260505_1", "user" if i % 2 else "assistant", body, build.T0 + i))
+            size += len(body)
+            i += 1
+        con.executemany("insert into messages (message_id, session_id, role, content_json, created_timestamp) "
+                        "values (?, ?, ?, ?, ?)", rows)
+    con.commit()
+    con.close()
+
+
+def rewrites(script: str, work: Path, mb: int) -> dict:
+    """Both stores: first load, the cheap pick-up, and the same store read again whole."""
+    out = {}
+    root = work / "cline"
+    api = root / "tasks" / TASK / "api_conversation_history.json"
+    api.parent.mkdir(parents=True)
+    msgs = cline_messages(mb)
+    api.write_text(json.dumps(msgs))
+    db = work / "wh-cline" / "convarch.duckdb"
+    first = _ingest(script, db, "cline", root)
+    lake = lake_bytes(db)
+    msgs += [{"role": "user", "content": [{"type": "text", "text": "one more: the lint warning"}]},
+             {"role": "assistant", "content": [{"type": "text", "text": "fixed"}]}]
+    api.write_text(json.dumps(msgs))
+    grown = _ingest(script, db, "cline", root)
+    grown_lake = lake_bytes(db)
+    msgs[1]["content"][0]["text"] = "an earlier answer, edited"
+    api.write_text(json.dumps(msgs))
+    whole = _ingest(script, db, "cline", root)
+    out["cline_grown"] = {"mb": round(api.stat().st_size / 1e6, 1), "messages": len(msgs),
+                          "first_seconds": round(first["seconds"], 2), "first_lake_mb": round(lake / 1e6, 1),
+                          "seconds": round(grown["seconds"], 2), "records": grown["records"],
+                          "lake_growth_mb": round((grown_lake - lake) / 1e6, 2),
+                          "whole_seconds": round(whole["seconds"], 2), "whole_records": whole["records"],
+                          "ratio_to_whole": round(grown["seconds"] / whole["seconds"], 3)}
+
+    sessions = work / "goose" / "sessions"
+    goose_db(sessions / "sessions.db", mb)
+    db = work / "wh-goose" / "convarch.duckdb"
+    first = _ingest(script, db, "goose", sessions.parent)
+    lake = lake_bytes(db)
+    con = sqlite3.connect(sessions / "sessions.db")
+    con.execute("create table if not exists recipes (name text)")
+    con.execute("insert into recipes values ('deploy')")
+    con.commit()
+    same = _ingest(script, db, "goose", sessions.parent)
+    same_lake = lake_bytes(db)
+    con.execute("update messages set content_json = ? where message_id = 'bench_0'",
+                (json.dumps([{"type": "text", "text": "edited"}]),))
+    con.commit()
+    con.close()
+    whole = _ingest(script, db, "goose", sessions.parent)
+    out["goose_same_lines"] = {"mb": round((sessions / "sessions.db").stat().st_size / 1e6, 1),
+                               "first_seconds": round(first["seconds"], 2), "first_lake_mb": round(lake / 1e6, 1),
+                               "seconds": round(same["seconds"], 2), "records": same["records"],
+                               "lake_growth_mb": round((same_lake - lake) / 1e6, 2),
+                               "whole_seconds": round(whole["seconds"], 2), "whole_records": whole["records"],
+                               "ratio_to_whole": round(same["seconds"] / whole["seconds"], 3)}
+    return out
+
+
+def report(res: dict) -> str:
+    c, g = res["cline_grown"], res["goose_same_lines"]
+    return "\n".join([
+        "rewritten stores  a store read again after a change, against the same store read again whole in this run",
+        f"  Cline history   {c['mb']} MB, {c['messages']} messages, 2 appended: {c['seconds']} s, {c['records']} records, "
+        f"lake +{c['lake_growth_mb']} MB (first load {c['first_seconds']} s, {c['first_lake_mb']} MB); "
+        f"read whole {c['whole_seconds']} s -> ratio {c['ratio_to_whole']}",
+        f"  goose database  {g['mb']} MB, a row in a table not read: {g['seconds']} s, {g['records']} records, "
+        f"lake +{g['lake_growth_mb']} MB (first load {g['first_seconds']} s, {g['first_lake_mb']} MB); "
+        f"read whole {g['whole_seconds']} s -> ratio {g['ratio_to_whole']}",
+    ])
+
+
+def main() -> None:
+    """`python bench/rewrites.py [--mb N]`: this section of the bench alone."""
+    import argparse
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from run import INGEST
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--mb", type=int, default=60, help="size of each store")
+    ap.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "out")
+    args = ap.parse_args()
+    work = args.out / "work-rewrites"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    res = rewrites(INGEST, work, args.mb)
+    shutil.rmtree(work, ignore_errors=True)
+    (args.out / "rewrites-latest.json").write_text(json.dumps(res, indent=2))
+    print(report(res))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,178 @@
+"""A whole container (a JSON document, a SQLite family) that changed is read again whole, but
+loads only what changed in the lines it gives: nothing when the lines are the same, only the
+new ones when the old ones come first again and the adapter's SQL reads lines on their own.
+Either way the warehouse reads exactly as if the final store had been loaded at once."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import sqlite3
+from pathlib import Path
+
+from convarch.adapters import cline, continue_dev, goose
+from convarch.etl import extract as extract_mod
+from convarch.etl.ingest import ingest
+from convarch.etl.layout import Layout
+from conftest import REPO, tree_fingerprint
+from helpers import rows, scalar
+from test_parallel_load import TABLES, snapshot_of
+
+TASK = "1778580000000"
+
+_spec = importlib.util.spec_from_file_location("goose_build", REPO / "fixtures" / "goose" / "build_contract.py")
+goose_build = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(goose_build)
+
+
+def run(db: Path, adapter, root: Path):
+    return ingest(Layout(db), [(adapter, adapter.resolve_root(root))])
+
+
+def lake_files(db: Path) -> int:
+    return sum(1 for _ in (db.parent / f"{db.stem}.d" / "lake").rglob("*.parquet"))
+
+
+def same_as_fresh(db: Path, adapter, root: Path, tmp_path: Path) -> None:
+    fresh = tmp_path / "fresh" / "convarch.duckdb"
+    run(fresh, adapter, root)
+    got, want = snapshot_of(db), snapshot_of(fresh)
+    for view in TABLES:
+        assert got[view] == want[view], view
+
+
+def cline_store(tmp_path: Path) -> tuple[Path, Path]:
+    root = tmp_path / "cline"
+    shutil.copytree(REPO / "fixtures" / "cline" / "contract", root)
+    return root, root / "tasks" / TASK / "api_conversation_history.json"
+
+
+def test_a_history_that_only_grew_loads_just_its_new_messages(tmp_path):
+    root, api = cline_store(tmp_path)
+    db = tmp_path / "inc" / "convarch.duckdb"
+    run(db, cline, root)
+    history = json.loads(api.read_text())
+    lines_before = scalar(db, "select count(*) from stg_records where source_file = ?", [str(api)])
+    assert lines_before == len(history)
+    api.write_text(json.dumps(history + [
+        {"role": "user", "content": [{"type": "text", "text": "one more thing: the zebrafish flag"}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "Added --zebrafish."}]},
+    ], indent=1))
+    before = tree_fingerprint(root)
+    s = run(db, cline, root)
+    assert tree_fingerprint(root) == before
+    assert (s.files_changed, s.records_added) == (1, 2)
+    # the file keeps its version, and the lake holds each line once
+    assert rows(db, "select distinct file_epoch from stg_records where source_file = ?", [str(api)]) == [(1,)]
+    file_id = scalar(db, "select distinct file_id from stg_records where source_file = ?", [str(api)])
+    assert scalar(db, "select count(*) from lake_records where file_id = ?", [file_id]) == lines_before + 2
+    assert scalar(db, "select count(*) from search_postings where term = 'zebrafish'") == 2
+    same_as_fresh(db, cline, root, tmp_path)
+
+
+def test_an_edited_earlier_message_reads_the_history_again_as_a_new_version(tmp_path):
+    root, api = cline_store(tmp_path)
+    db = tmp_path / "inc" / "convarch.duckdb"
+    run(db, cline, root)
+    history = json.loads(api.read_text())
+    history[1]["content"] = [{"type": "text", "text": "an answer edited in place"}]
+    api.write_text(json.dumps(history + [{"role": "user", "content": "and then?"}]))
+    s = run(db, cline, root)
+    assert (s.files_changed, s.records_added) == (1, len(history) + 1)
+    assert rows(db, "select distinct file_epoch from stg_records where source_file = ?", [str(api)]) == [(2,)]
+    same_as_fresh(db, cline, root, tmp_path)
+
+
+def test_a_document_saved_again_unchanged_loads_nothing(tmp_path, monkeypatch):
+    root, api = cline_store(tmp_path)
+    db = tmp_path / "inc" / "convarch.duckdb"
+    run(db, cline, root)
+    files = lake_files(db)
+    api.write_text(json.dumps(json.loads(api.read_text()), indent=4))      # other bytes, same lines
+    s = run(db, cline, root)
+    assert (s.files_changed, s.records_added) == (0, 0)
+    assert lake_files(db) == files
+    # its new size and time are remembered: the next run does not read it at all
+    read = []
+    real = extract_mod.snapshot_whole
+    monkeypatch.setattr(extract_mod, "snapshot_whole", lambda *a, **k: read.append(a[0].path) or real(*a, **k))
+    assert run(db, cline, root).files_changed == 0
+    assert read == []
+    same_as_fresh(db, cline, root, tmp_path)
+
+
+def test_sqlite_writes_that_change_no_line_load_nothing(tmp_path):
+    sessions = tmp_path / "goose" / "sessions"
+    con = goose_build.write_db(sessions / "sessions.db", wal=True, keep_open=True)
+    try:
+        db = tmp_path / "w" / "convarch.duckdb"
+        assert run(db, goose, tmp_path / "goose").records_added == 18
+        files = lake_files(db)
+        # a checkpoint moves the -wal into the database; a table goose keeps but convarch does
+        # not read gets a row: both change the files, neither a line
+        con.execute("pragma wal_checkpoint(truncate)")
+        con.execute("create table if not exists recipes (name text)")
+        con.execute("insert into recipes values ('deploy')")
+        size = os.path.getsize(sessions / "sessions.db") + os.path.getsize(sessions / "sessions.db-wal")
+        s = run(db, goose, tmp_path / "goose")
+        assert (s.files_changed, s.records_added) == (0, 0)
+        assert lake_files(db) == files
+        assert scalar(db, "select max(file_epoch) from stg_records") == 1
+        assert size == os.path.getsize(sessions / "sessions.db") + os.path.getsize(sessions / "sessions.db-wal")
+        # a real change still loads
+        con.execute("update sessions set name = 'renamed' where id = '20260505_1'")
+        s = run(db, goose, tmp_path / "goose")
+        assert s.files_changed == 1 and s.records_added > 0
+        assert scalar(db, "select count(*) from stg_records") == 18
+    finally:
+        con.close()
+    same_as_fresh(db, goose, tmp_path / "goose", tmp_path)
+
+
+def test_an_adapter_whose_sql_reads_across_lines_loads_a_grown_document_whole(tmp_path):
+    # Continue's SQL looks across a session's lines (whether any item carries usage), so new
+    # items alone would not load as the whole document does
+    root = tmp_path / "continue"
+    shutil.copytree(REPO / "fixtures" / "continue_dev" / "contract", root)
+    doc_path = next((root / "sessions").glob("*01.json"))
+    db = tmp_path / "inc" / "convarch.duckdb"
+    run(db, continue_dev, root)
+    doc = json.loads(doc_path.read_text())
+    n = scalar(db, "select count(*) from stg_records where source_file = ?", [str(doc_path)])
+    doc["history"].append({"message": {"role": "user", "content": "and the zebrafish flag?"}, "contextItems": []})
+    doc_path.write_text(json.dumps(doc))
+    s = run(db, continue_dev, root)
+    assert (s.files_changed, s.records_added) == (1, n + 1)
+    assert rows(db, "select distinct file_epoch from stg_records where source_file = ?", [str(doc_path)]) == [(2,)]
+    same_as_fresh(db, continue_dev, root, tmp_path)
+
+
+def test_a_grown_history_appended_over_several_runs_matches_a_fresh_load(tmp_path):
+    root, api = cline_store(tmp_path)
+    db = tmp_path / "inc" / "convarch.duckdb"
+    history = json.loads(api.read_text())
+    api.write_text(json.dumps(history[:3]))
+    run(db, cline, root)
+    last = 3
+    for end in (5, 6, 9, len(history)):            # a live task, read by `watch` as it grows
+        api.write_text(json.dumps(history[:end]))
+        assert run(db, cline, root).records_added == end - last
+        last = end
+    assert rows(db, "select distinct file_epoch from stg_records where source_file = ?", [str(api)]) == [(1,)]
+    same_as_fresh(db, cline, root, tmp_path)
+
+
+def test_a_document_back_unchanged_after_it_was_gone_is_live_again_without_a_load(tmp_path):
+    root, api = cline_store(tmp_path)
+    db = tmp_path / "inc" / "convarch.duckdb"
+    run(db, cline, root)
+    body = api.read_bytes()
+    api.unlink()
+    run(db, cline, root)
+    assert rows(db, "select gone from source_files where path = ?", [str(api)]) == [(True,)]
+    api.write_bytes(body)                          # restored: a new file, with the same lines
+    s = run(db, cline, root)
+    assert (s.files_changed, s.records_added) == (1, 0)
+    assert rows(db, "select gone, epoch from source_files where path = ?", [str(api)]) == [(False, 1)]
+    same_as_fresh(db, cline, root, tmp_path)
