@@ -55,6 +55,8 @@ NAME = "aider"
 TITLE = "Aider"
 ENV_VARS = ("AIDER_CHAT_HISTORY_FILE",)
 EXTRACT = Extract(records="extract/aider__records", blocks="extract/aider__blocks")
+# its SQL reads every line on its own: a rewrite that only added lines loads just those
+LINES_STAND_ALONE = True
 
 HISTORY = ".aider.chat.history.md"
 PROJECT_DIRS = ("src", "code", "dev", "Developer", "projects", "Projects", "repos", "git", "work", "workspace",

@@ -55,6 +55,8 @@ NAME = "factory_droid"
 TITLE = "Factory droid"
 ENV_VARS: tuple[str, ...] = ()
 EXTRACT = Extract(records="extract/factory_droid__records", blocks="extract/claude_code__blocks")
+# its SQL reads every line on its own: a rewrite that only added lines loads just those
+LINES_STAND_ALONE = True
 
 #: Folders of a ``~/.factory`` home that hold transcripts, in preference order.
 STORE_DIRS = ("sessions", "projects")

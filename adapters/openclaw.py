@@ -67,6 +67,8 @@ NAME = "openclaw"
 TITLE = "OpenClaw"
 ENV_VARS = ("OPENCLAW_STATE_DIR", "CLAWDBOT_STATE_DIR")
 EXTRACT = Extract(records="extract/openclaw__records", blocks="extract/openclaw__blocks")
+# its SQL reads every line on its own: a rewrite that only added lines loads just those
+LINES_STAND_ALONE = True
 
 DB_NAME = "openclaw-agent.sqlite"
 SIDECARS = ("-wal", "-shm", "-journal")
