@@ -77,7 +77,7 @@ VSCODE_VARIANTS = ("Code", "Code - Insiders", "VSCodium", "Cursor", "Windsurf")
 PRUNE = {"checkpoints", ".git", "node_modules", "cache", "puppeteer", "shadow-git"}
 MESSAGES_SUFFIX = ".messages.json"
 #: A top-level array at least this big is parsed an element at a time (see the module's doc).
-STREAM_BYTES = 16 << 20
+STREAM_BYTES = json_stream.STREAM_BYTES
 
 
 # --- where the stores live -------------------------------------------------------------------

@@ -1,5 +1,6 @@
 """Reading a big JSON document a piece at a time, for adapters whose stores keep a session as
-one document (the Cline family's task histories).
+one document (the Cline family's task histories, Amp threads, Continue sessions, Gemini CLI's
+older sessions).
 
 Parsed whole, a document of a few hundred megabytes took three to four times its size in
 memory. ijson (its C parser) reads an array's elements, or one member's array in an object,
@@ -19,6 +20,9 @@ from pathlib import Path
 import ijson
 
 _BUFFER = 1 << 20
+#: Documents at least this big are read a piece at a time by the adapters that can; smaller
+#: ones are parsed whole (faster, and their memory does not matter).
+STREAM_BYTES = 16 << 20
 _OPEN, _CLOSE = frozenset({"start_map", "start_array"}), frozenset({"end_map", "end_array"})
 _SPACE = " \t\r\n"
 
@@ -179,6 +183,15 @@ def members_without(path: Path, key: str) -> dict | None:
     # a second `key` member would make the streamed elements both arrays' (json.loads keeps the
     # last): such a document is parsed whole
     return rest if arrays == 1 else None
+
+
+def big_object(path: Path, key: str, threshold: int) -> dict | None:
+    """For an object document of `threshold` bytes or more whose `key` member is an array the
+    streaming parser reads to the end: its other members (stream the array with member_items).
+    None for a smaller document or one to parse whole, as before."""
+    if path.stat().st_size < threshold or opening(path) != b"{":
+        return None
+    return members_without(path, key)
 
 
 def member_items(path: Path, key: str) -> Iterator:

@@ -55,9 +55,10 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
+from convarch.adapters import _json_stream as json_stream
 from convarch.adapters.base import Extract, RootError, SourceFile
 
 NAME = "amp"
@@ -66,6 +67,8 @@ ENV_VARS: tuple[str, ...] = ()
 EXTRACT = Extract(records="extract/amp__records", blocks="extract/amp__blocks")
 # its SQL reads every line on its own: a rewrite that only added lines loads just those
 LINES_STAND_ALONE = True
+#: A thread at least this big is read a message at a time (adapters/_json_stream.py).
+STREAM_BYTES = json_stream.STREAM_BYTES
 
 
 def default_roots(env: Mapping[str, str], home: Path) -> list[Path]:
@@ -108,22 +111,31 @@ def discover(root: Path) -> Iterator[SourceFile]:
 def to_lines(copy: Path, file: SourceFile) -> Iterator[bytes]:
     """A thread line, one line per message, one per ledger event (see the module docstring).
 
-    The whole document is parsed before anything is yielded, so a damaged file is one
-    quarantined container and never a partial thread.
-    """
+    A damaged file is one quarantined container, never a partial thread: the document is
+    parsed whole before any line is made, or, at STREAM_BYTES or more, read to its end by the
+    streaming parser first (its other members) and then a message at a time."""
+    rest = json_stream.big_object(copy, "messages", STREAM_BYTES)
+    if rest is not None:
+        yield from _thread_lines(rest, json_stream.member_items(copy, "messages"), file)
+        return
     doc = json.loads(copy.read_bytes().decode("utf-8-sig"))
     if not isinstance(doc, dict):
         raise ValueError(f"a JSON {type(doc).__name__}, not an Amp thread object")
+    messages = doc.get("messages") if isinstance(doc.get("messages"), list) else []
+    yield from _thread_lines({k: v for k, v in doc.items() if k != "messages"}, messages, file)
+
+
+def _thread_lines(doc: dict, messages: Iterable, file: SourceFile) -> Iterator[bytes]:
+    """The lines of a thread given as its members other than `messages`, and its messages."""
     thread_id = doc["id"] if isinstance(doc.get("id"), str) and doc["id"] else file.path.stem
     created = doc.get("created")
-    messages = doc.get("messages") if isinstance(doc.get("messages"), list) else []
     ledger = doc.get("usageLedger")
     events = ledger.get("events") if isinstance(ledger, dict) and isinstance(ledger.get("events"), list) else []
 
-    header = {k: v for k, v in doc.items() if k not in ("messages", "usageLedger")}
+    header = {k: v for k, v in doc.items() if k != "usageLedger"}
     if isinstance(ledger, dict):
         header["usageLedger"] = {k: v for k, v in ledger.items() if k != "events"}
-    out = [_dump({"type": "thread", "thread_id": thread_id, "thread": header})]
+    yield _dump({"type": "thread", "thread_id": thread_id, "thread": header})
 
     with_usage = set()
     prev = None
@@ -133,8 +145,8 @@ def to_lines(copy: Path, file: SourceFile) -> Iterator[bytes]:
         usage = msg.get("usage") if isinstance(msg, dict) else None
         if isinstance(usage, dict) and mid is not None:
             with_usage.add(str(mid))
-        out.append(_dump({"type": "message", "thread_id": thread_id, "index": index,
-                          "parent": prev, "after": last_time, "message": msg}))
+        yield _dump({"type": "message", "thread_id": thread_id, "index": index,
+                     "parent": prev, "after": last_time, "message": msg})
         own = _own_time(msg, usage)
         if own is not None:
             last_time = own
@@ -143,9 +155,8 @@ def to_lines(copy: Path, file: SourceFile) -> Iterator[bytes]:
     for index, event in enumerate(events):
         target = event.get("toMessageId") if isinstance(event, dict) else None
         counted = target is None or str(target) not in with_usage
-        out.append(_dump({"type": "usage_event", "thread_id": thread_id, "index": index,
-                          "count_tokens": counted, "event": event}))
-    yield from out
+        yield _dump({"type": "usage_event", "thread_id": thread_id, "index": index,
+                     "count_tokens": counted, "event": event})
 
 
 def _own_time(msg, usage):

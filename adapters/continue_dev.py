@@ -42,15 +42,18 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 
+from convarch.adapters import _json_stream as json_stream
 from convarch.adapters.base import Extract, RootError, SourceFile
 
 NAME = "continue_dev"
 TITLE = "Continue"
 ENV_VARS = ("CONTINUE_GLOBAL_DIR",)
 EXTRACT = Extract(records="extract/continue_dev__records", blocks="extract/continue_dev__blocks")
+#: A session document at least this big is read an item at a time.
+STREAM_BYTES = json_stream.STREAM_BYTES
 
 INDEX = "sessions.json"
 
@@ -110,7 +113,13 @@ def _dump(obj) -> bytes:
 
 
 def to_lines(copy: Path, file: SourceFile) -> Iterator[bytes]:
-    """JSON lines of the private copy of a session document or of the index."""
+    """JSON lines of the private copy of a session document or of the index. A session of
+    STREAM_BYTES or more is read an item at a time (its other members first)."""
+    if file.path.name != INDEX:
+        rest = json_stream.big_object(copy, "history", STREAM_BYTES)
+        if rest is not None:
+            yield from _session_lines(rest, lambda: json_stream.member_items(copy, "history"), file)
+            return
     data = copy.read_bytes()
     try:
         doc = json.loads(data)
@@ -129,30 +138,37 @@ def to_lines(copy: Path, file: SourceFile) -> Iterator[bytes]:
     if not isinstance(doc, dict):
         yield _dump({"type": "unknown", "document": doc})
         return
-    sid = doc.get("sessionId") if isinstance(doc.get("sessionId"), str) else file.session_hint
     history = doc.get("history")
-    yield _dump({**{k: v for k, v in doc.items() if k != "history"}, "type": "session"})
     if isinstance(history, dict) and isinstance(history.get("timeline"), list):      # 2023 builds
+        sid = doc.get("sessionId") if isinstance(doc.get("sessionId"), str) else file.session_hint
+        yield _dump({**{k: v for k, v in doc.items() if k != "history"}, "type": "session"})
         for i, node in enumerate(history["timeline"]):
             yield _dump({**(node if isinstance(node, dict) else {"node": node}),
                          "type": "timeline_node", "session_id": sid, "index": i})
         return
-    if not isinstance(history, list):
-        return
+    items = history if isinstance(history, list) else []
+    yield from _session_lines({k: v for k, v in doc.items() if k != "history"}, lambda: items, file)
+
+
+def _session_lines(doc: dict, history: Callable[[], Iterable], file: SourceFile) -> Iterator[bytes]:
+    """A session line, then a line per history item: the session given as its members other
+    than `history`, and `history()`, which gives the items afresh for each of two passes."""
+    sid = doc.get("sessionId") if isinstance(doc.get("sessionId"), str) else file.session_hint
+    yield _dump({**doc, "type": "session"})
     yield from _items(history, sid)
 
 
-def _items(history: list, sid: str | None) -> Iterator[bytes]:
+def _items(history: Callable[[], Iterable], sid: str | None) -> Iterator[bytes]:
     answered: set[str] = set()                # tool calls whose result is a `tool` message
     called: dict[str, str] = {}               # tool call id -> status on the assistant item
-    for item in history:
+    for item in history():
         msg = item.get("message") if isinstance(item, dict) else None
         if isinstance(msg, dict) and msg.get("role") == "tool" and msg.get("toolCallId"):
             answered.add(msg["toolCallId"])
         for state in (item.get("toolCallStates") or []) if isinstance(item, dict) else []:
             if isinstance(state, dict) and state.get("toolCallId"):
                 called[state["toolCallId"]] = state.get("status")
-    for i, item in enumerate(history):
+    for i, item in enumerate(history()):
         if not isinstance(item, dict):
             yield _dump({"type": "history_item", "session_id": sid, "index": i, "item": item})
             continue

@@ -78,15 +78,18 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 
+from convarch.adapters import _json_stream as json_stream
 from convarch.adapters.base import Extract, RootError, SourceFile
 
 NAME = "gemini_cli"
 TITLE = "Gemini CLI"
 ENV_VARS = ("GEMINI_CLI_HOME",)
 EXTRACT = Extract(records="extract/gemini_cli__records", blocks="extract/gemini_cli__blocks")
+#: A legacy session document at least this big is read a message at a time.
+STREAM_BYTES = json_stream.STREAM_BYTES
 
 _SUFFIXES = (".jsonl", ".json")
 
@@ -155,12 +158,16 @@ def _classify(path: Path, root: Path, single: bool = False) -> SourceFile | None
 # --- turning a private copy into lines -------------------------------------------------------
 
 def to_lines(copy: Path, file: SourceFile) -> Iterator[bytes]:
-    """One JSON line per record, in file order (see the module docstring)."""
-    data = copy.read_bytes()
-    if file.path.suffix == ".json":
-        yield from _document_lines(data, file)
-    else:
-        yield from _oplog_lines(data, file)
+    """One JSON line per record, in file order (see the module docstring). A legacy document
+    of STREAM_BYTES or more is read a message at a time (its other members first)."""
+    if file.path.suffix != ".json":
+        yield from _oplog_lines(copy.read_bytes(), file)
+        return
+    rest = json_stream.big_object(copy, "messages", STREAM_BYTES)
+    if rest is not None:
+        yield from _conversation_lines(rest, lambda: json_stream.member_items(copy, "messages"), file)
+        return
+    yield from _document_lines(copy.read_bytes(), file)
 
 
 def _parse(text: str):
@@ -321,15 +328,21 @@ def _document_lines(data: bytes, file: SourceFile) -> Iterator[bytes]:
     messages = doc.get("messages")
     if not isinstance(messages, list):
         messages = doc.get("history") if isinstance(doc.get("history"), list) else []
+    yield from _conversation_lines(doc, lambda: messages, file)
+
+
+def _conversation_lines(doc: dict, messages: Callable[[], Iterable], file: SourceFile) -> Iterator[bytes]:
+    """The lines of a legacy conversation given as its members and `messages()`, which gives
+    its messages afresh for each of the replay's two passes."""
     header = {k: v for k, v in doc.items() if k not in ("messages", "history")}
     sid = doc["sessionId"] if isinstance(doc.get("sessionId"), str) else file.path.stem
     sidechain = doc.get("kind") == "subagent"
     replay = _Replay()
-    for i, m in enumerate(messages, start=1):
+    for i, m in enumerate(messages(), start=1):
         if isinstance(m, dict):
             replay.message(i, m["id"] if isinstance(m.get("id"), str) else None)
     yield _wrap(_cv(replay, 0, "session", None, sid, sidechain), _dumps(header))
-    for i, m in enumerate(messages, start=1):
+    for i, m in enumerate(messages(), start=1):
         if isinstance(m, dict):
             yield _wrap(_cv(replay, i, "message", None, sid, sidechain), _dumps(m))
         else:
