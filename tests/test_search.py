@@ -115,3 +115,30 @@ def test_a_filter_finds_its_hits_below_the_best_of_all_and_ties_at_the_limit_are
     assert len({h["score"] for h in hits(db, "orbitdrive", "--limit", "6", "--role", "assistant")}) == 1
     assert ["round 5" in h["snippet"] for h in best] == [True, False]
     assert "round 4" in best[1]["snippet"]
+
+
+def test_words_counted_a_piece_at_a_time_give_the_index_of_counting_them_at_once(tmp_path, monkeypatch):
+    import pyarrow as pa
+
+    from convarch.adapters import claude_code
+    from convarch.etl import index
+    from convarch.etl.ingest import ingest
+    from convarch.etl.layout import Layout
+    from test_parallel_load import snapshot_of
+    from test_reliability import corpus
+
+    docs = pa.table({"doc_id": [1, 2, 3, 4], "body": ["aaaa", None, "bb", "cccccc"]})
+    assert [p["doc_id"].to_pylist() for p in index.pieces(docs, 5)] == [[1, 2], [3], [4]]
+    assert [p["doc_id"].to_pylist() for p in index.pieces(docs, 1 << 20)] == [[1, 2, 3, 4]]
+    assert [p.num_rows for p in index.pieces(docs.slice(0, 0), 5)] == [0]
+
+    root = tmp_path / "home" / ".claude"
+    corpus(root / "projects", files=6, seed=9)
+    got = {}
+    for piece in (1, 1 << 30):          # every document alone, all at once
+        monkeypatch.setattr(index, "PIECE_BYTES", piece)
+        db = tmp_path / f"w{piece}" / "convarch.duckdb"
+        ingest(Layout(db), [(claude_code, claude_code.resolve_root(root))])
+        got[piece] = snapshot_of(db)
+    assert got[1]["search_postings"]
+    assert got[1] == got[1 << 30]
