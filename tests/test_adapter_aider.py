@@ -117,7 +117,8 @@ def test_header_times_are_local_and_read_in_this_machines_zone(tmp_path, monkeyp
         '"utc_offset":"+01:00"') == 1
 
 
-def test_a_new_session_appended_rereads_the_log(tmp_path):
+def test_a_new_session_appended_loads_only_its_records(tmp_path):
+    # the log is read again whole, but its earlier lines come first again: only the new load
     repo = tmp_path / "app"
     log = build.weather_log()
     f = write(repo / aider.HISTORY, log.text)
@@ -126,8 +127,9 @@ def test_a_new_session_appended_rereads_the_log(tmp_path):
     log.start("2026-03-04 08:00:00").tool("Aider v0.86.2").user("what changed?").ai("Only the flag.")
     f.write_text(log.text)
     s = run(db, repo)
-    assert (s.files_changed, s.records_added) == (1, 26)
+    assert (s.files_changed, s.records_added) == (1, 4)
     assert scalar(db, "select count(*) from stg_records") == 26
+    assert scalar(db, "select count(*) from lake_records") == 26
     assert rows(db, "select agent_version from sessions where session_id like '%2026-03-04 08:00:00'") == [("0.86.2",)]
 
 

@@ -11,6 +11,9 @@ import shutil
 import sqlite3
 from pathlib import Path
 
+import pytest
+
+from convarch import adapters
 from convarch.adapters import cline, continue_dev, goose
 from convarch.etl import extract as extract_mod
 from convarch.etl.ingest import ingest
@@ -176,3 +179,25 @@ def test_a_document_back_unchanged_after_it_was_gone_is_live_again_without_a_loa
     assert (s.files_changed, s.records_added) == (1, 0)
     assert rows(db, "select gone, epoch from source_files where path = ?", [str(api)]) == [(False, 1)]
     same_as_fresh(db, cline, root, tmp_path)
+
+
+@pytest.mark.parametrize("name", sorted(adapters.ADAPTERS))
+def test_every_store_saved_again_unchanged_loads_nothing(tmp_path, name):
+    # every adapter's lines are a function of the store's content alone (no time, temporary
+    # path or run in them), so a store whose files are all written again with the same bytes
+    # is recognised as unchanged, whatever its container
+    adapter = adapters.ADAPTERS[name]
+    src = next(p for p in (REPO / "fixtures" / name / "contract", REPO / "fixtures" / name / "demo") if p.exists())
+    root = tmp_path / "store"
+    shutil.copytree(src, root, symlinks=True)
+    db = tmp_path / "w" / "convarch.duckdb"
+    first = ingest(Layout(db), [(adapter, adapter.resolve_root(root))])
+    assert first.records_added > 0
+    files = lake_files(db)
+    for p in root.rglob("*"):
+        if p.is_file() and not p.is_symlink():
+            p.write_bytes(p.read_bytes())              # a new mtime (and inode time), same bytes
+            os.utime(p, ns=(p.stat().st_atime_ns, p.stat().st_mtime_ns + 5_000_000_000))
+    again = ingest(Layout(db), [(adapter, adapter.resolve_root(root))])
+    assert (again.files_changed, again.records_added, again.quarantined) == (0, 0, 0)
+    assert lake_files(db) == files
