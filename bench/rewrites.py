@@ -2,11 +2,12 @@
 whenever it changes, and what it costs then depends on what changed in the lines it gives.
 
 Two stores, each about `mb` megabytes: a Cline task whose API history (one JSON array) grows
-by two messages, and a goose sessions.db that gets a row in a table convarch does not read
-(goose's own recipes, a WAL checkpoint and the like change the files, not the lines). Each
-pick-up is timed against the same store read again whole in the same run, after a change to
-one of its earlier lines (which must load everything again, as every rewrite did before), and
-the lake's growth is shown beside the size of its first load.
+by two messages, then has its last message rewritten and one more added, and a goose
+sessions.db that gets a row in a table convarch does not read (goose's own recipes, a WAL
+checkpoint and the like change the files, not the lines). Each pick-up is timed against the
+same store read again whole in the same run, after a change to its first line (which must
+load everything again, as every rewrite did before), and the lake's growth is shown beside
+the size of its first load.
 """
 from __future__ import annotations
 
@@ -103,15 +104,23 @@ def rewrites(script: str, work: Path, mb: int) -> dict:
     api.write_text(json.dumps(msgs))
     grown = _ingest(script, db, "cline", root)
     grown_lake = lake_bytes(db)
-    msgs[1]["content"][0]["text"] = "an earlier answer, edited"
+    msgs[-1]["content"][0]["text"] = "fixed, and the lint warning too"     # the last message rewritten
+    msgs.append({"role": "user", "content": [{"type": "text", "text": "thanks"}]})
+    api.write_text(json.dumps(msgs))
+    tail = _ingest(script, db, "cline", root)
+    tail_lake = lake_bytes(db)
+    msgs[0]["content"][0]["text"] = "<task>\nfix the build, edited\n</task>"
     api.write_text(json.dumps(msgs))
     whole = _ingest(script, db, "cline", root)
     out["cline_grown"] = {"mb": round(api.stat().st_size / 1e6, 1), "messages": len(msgs),
                           "first_seconds": round(first["seconds"], 2), "first_lake_mb": round(lake / 1e6, 1),
                           "seconds": round(grown["seconds"], 2), "records": grown["records"],
                           "lake_growth_mb": round((grown_lake - lake) / 1e6, 2),
+                          "tail_seconds": round(tail["seconds"], 2), "tail_records": tail["records"],
+                          "tail_lake_growth_mb": round((tail_lake - grown_lake) / 1e6, 2),
                           "whole_seconds": round(whole["seconds"], 2), "whole_records": whole["records"],
-                          "ratio_to_whole": round(grown["seconds"] / whole["seconds"], 3)}
+                          "ratio_to_whole": round(grown["seconds"] / whole["seconds"], 3),
+                          "tail_ratio_to_whole": round(tail["seconds"] / whole["seconds"], 3)}
 
     sessions = work / "goose" / "sessions"
     goose_db(sessions / "sessions.db", mb)
@@ -124,8 +133,8 @@ def rewrites(script: str, work: Path, mb: int) -> dict:
     con.commit()
     same = _ingest(script, db, "goose", sessions.parent)
     same_lake = lake_bytes(db)
-    con.execute("update messages set content_json = ? where message_id = 'bench_0'",
-                (json.dumps([{"type": "text", "text": "edited"}]),))
+    # its first line (the first session's row) changed: everything loads again
+    con.execute("update sessions set name = 'renamed' where id = (select id from sessions order by created_at, id limit 1)")
     con.commit()
     con.close()
     whole = _ingest(script, db, "goose", sessions.parent)
@@ -145,6 +154,8 @@ def report(res: dict) -> str:
         f"  Cline history   {c['mb']} MB, {c['messages']} messages, 2 appended: {c['seconds']} s, {c['records']} records, "
         f"lake +{c['lake_growth_mb']} MB (first load {c['first_seconds']} s, {c['first_lake_mb']} MB); "
         f"read whole {c['whole_seconds']} s -> ratio {c['ratio_to_whole']}",
+        f"  same history    its last message rewritten and 1 more: {c['tail_seconds']} s, {c['tail_records']} records, "
+        f"lake +{c['tail_lake_growth_mb']} MB -> ratio {c['tail_ratio_to_whole']}",
         f"  goose database  {g['mb']} MB, a row in a table not read: {g['seconds']} s, {g['records']} records, "
         f"lake +{g['lake_growth_mb']} MB (first load {g['first_seconds']} s, {g['first_lake_mb']} MB); "
         f"read whole {g['whole_seconds']} s -> ratio {g['ratio_to_whole']}",

@@ -53,8 +53,17 @@ GROUP_RECORDS = 50_000
 GROUP_BYTES = 64 << 20
 
 
-def groups_of(files: list[tuple[int, int, str]], records: dict[int, int], nbytes: dict[int, int]) -> list[list]:
-    """Split (file_id, epoch, source) triples into groups under GROUP_RECORDS and GROUP_BYTES,
+#: The last line of a load that is live to the end of its file.
+LAST_LINE = (1 << 63) - 1
+
+
+def whole(epoch: int) -> tuple[tuple[int, int, int], ...]:
+    """The live lines of a file that is its current epoch whole."""
+    return ((epoch, 1, LAST_LINE),)
+
+
+def groups_of(files: list[tuple], records: dict[int, int], nbytes: dict[int, int]) -> list[list]:
+    """Split (file_id, epoch, source, live lines) items into groups under GROUP_RECORDS and GROUP_BYTES,
     in file id order: files loaded together sit in the same Parquet files, so a group reads
     few of them."""
     groups: list[list] = []
@@ -73,11 +82,12 @@ def groups_of(files: list[tuple[int, int, str]], records: dict[int, int], nbytes
     return groups
 
 
-def materialize(layout: Layout, state: duckdb.DuckDBPyConnection, run_id: int, epochs: list[tuple[int, int, str]],
+def materialize(layout: Layout, state: duckdb.DuckDBPyConnection, run_id: int, epochs: list[tuple],
                 written: list[Written], staging: Path, seeds: dict[str, Path], workers: Workers,
                 records: dict[int, int] | None = None, nbytes: dict[int, int] | None = None) -> tuple[list[Written], float]:
-    """Compute the chains of the files in `epochs` ((file_id, current epoch, source)) and write
-    them into each worker's open files under `staging`, a group of files per worker task."""
+    """Compute the chains of the files in `epochs` ((file_id, current epoch, source, live lines:
+    (epoch, first line, last line) of each load of the file still live)) and write them into
+    each worker's open files under `staging`, a group of files per worker task."""
     if not epochs:
         return [], 0.0
     t0 = time.perf_counter()
@@ -127,14 +137,17 @@ def _file_id_range(path: str) -> tuple[int, int] | None:
     return None if lo is None else (lo, hi)
 
 
-def _build_group(con: duckdb.DuckDBPyConnection, parts: PartitionFiles, epochs: list[tuple[int, int, str]],
+def _build_group(con: duckdb.DuckDBPyConnection, parts: PartitionFiles, epochs: list[tuple],
                  files: dict[str, list[str]], run_id: int) -> None:
     # one Arrow table, not a statement per file: executemany cost ~1 ms a row here, 4.6 s for
     # a group of 4,200 small files (a store of one file per event)
+    live = [(e[0], epoch, e[2], first, last) for e in epochs for epoch, first, last in e[3]]
     con.register("wanted_rows", pa.table({
-        "file_id": pa.array([e[0] for e in epochs], pa.int64()),
-        "epoch": pa.array([e[1] for e in epochs], pa.int32()),
-        "source": pa.array([e[2] for e in epochs], pa.string()),
+        "file_id": pa.array([w[0] for w in live], pa.int64()),
+        "epoch": pa.array([w[1] for w in live], pa.int32()),
+        "source": pa.array([w[2] for w in live], pa.string()),
+        "first_line": pa.array([w[3] for w in live], pa.int64()),
+        "last_line": pa.array([w[4] for w in live], pa.int64()),
     }))
     con.execute("create or replace temp table wanted as select * from wanted_rows")
     con.unregister("wanted_rows")
@@ -146,11 +159,12 @@ def _build_group(con: duckdb.DuckDBPyConnection, parts: PartitionFiles, epochs: 
         con.execute(
             f"create or replace temp table stg_{table} as select t.* {UNREAD[table]} "
             f"from read_parquet({sql_list(files[table])}, hive_partitioning = true, union_by_name = true) as t join wanted on wanted.file_id = t.file_id and wanted.epoch = t.file_epoch "
+            "and t.line_no between wanted.first_line and wanted.last_line "
             f"where t.file_id in ({ids})"
         )
     define_chain_views(con, as_tables=True)
     for name in MATERIALIZED:
         parts.write(con, name, f"{_with_source(con, name)}, {int(run_id)}::bigint as chain_run_id, 'all' as month "
-                               f"from {name} as v join wanted as w on w.file_id = v.file_id")
+                               f"from {name} as v join (select distinct file_id, source from wanted) as w on w.file_id = v.file_id")
     for name in [*reversed(CHAIN_VIEWS), "stg_blocks", "stg_records"]:
         con.execute(f"drop table if exists {sql.view_name(name)}")

@@ -21,20 +21,32 @@ from convarch.etl import snapshot as snap
 
 
 class LinesDigest:
-    """A running hash of the lines written, which also notes where the first `known[0]` lines
-    end when they hash to `known[1]` (the lines of the version read before)."""
+    """A running hash of the lines written, and how many of the first lines are those of the
+    version read before: `known` is (count, hash) of its lines, `chain` its running hash after
+    each line (8 bytes a line, from `chain` of that read; None where none was kept)."""
 
-    def __init__(self, known: tuple[int, str] | None):
+    def __init__(self, known: tuple[int, str] | None, chain: bytes | None = None, keep_chain: bool = False):
         self._hash = hashlib.blake2b(digest_size=16)
         self.lines = 0
         self.nbytes = 0
         self.known = known
         self.known_end: int | None = 0 if known == (0, self.hexdigest()) else None
+        self._old = chain
+        self.common = 0              # first lines the same as the version before's
+        self.common_end = 0          # bytes of those lines
+        self.chain = bytearray() if keep_chain else None
 
     def add(self, line: bytes) -> None:
         self._hash.update(line)
         self.lines += 1
         self.nbytes += len(line)
+        if self.chain is not None or self._old is not None:
+            step = self._hash.digest()[:8]
+            if self.chain is not None:
+                self.chain += step
+            if self._old is not None and self.common == self.lines - 1 \
+                    and self._old[8 * self.common:8 * self.lines] == step:
+                self.common, self.common_end = self.lines, self.nbytes
         if self.known is not None and self.lines == self.known[0] and self.hexdigest() == self.known[1]:
             self.known_end = self.nbytes
 
@@ -42,13 +54,16 @@ class LinesDigest:
         return self._hash.hexdigest()
 
     def stamp(self, s: snap.Snapshot) -> snap.Snapshot:
-        return dataclasses.replace(s, lines=self.lines, lines_hash=self.hexdigest(), known_end=self.known_end)
+        return dataclasses.replace(s, lines=self.lines, lines_hash=self.hexdigest(), known_end=self.known_end,
+                                   common=self.common, common_end=self.common_end,
+                                   chain=bytes(self.chain) if self.chain is not None else None)
 
 
-def snapshot_whole(file: SourceFile, dest: Path, workdir: Path,
-                   known: tuple[int, str] | None = None) -> snap.Snapshot:
+def snapshot_whole(file: SourceFile, dest: Path, workdir: Path, known: tuple[int, str] | None = None,
+                   chain: bytes | None = None, keep_chain: bool = False) -> snap.Snapshot:
     """Copy a non-line container privately and write the JSON lines the adapter makes of it;
-    `known` is (count, hash) of the lines the version read before gave.
+    `known` is (count, hash) of the lines the version read before gave and `chain` their
+    running hashes, if kept; with `keep_chain` the new lines' running hashes are returned.
 
     A container the adapter cannot read (a corrupt zstd frame, a file that is not SQLite, a
     document that is not JSON) becomes one quarantined line carrying the reason.
@@ -57,7 +72,7 @@ def snapshot_whole(file: SourceFile, dest: Path, workdir: Path,
 
     adapter = adapters.get(file.source)
     to_lines = getattr(adapter, "to_lines", None)
-    digest = LinesDigest(known)
+    digest = LinesDigest(known, chain, keep_chain)
     if file.container == "json" and to_lines is None:
         s = snap.snapshot_document(file.path, dest)
         digest.add(dest.read_bytes())

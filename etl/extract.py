@@ -17,6 +17,8 @@ from convarch.adapters.base import SourceFile
 from convarch.etl import snapshot as snap
 from convarch.etl.containers import snapshot_whole
 from convarch.etl.duck import HIVE, connect, sql_list
+from convarch.etl.chains import LAST_LINE
+from convarch.etl.chains import whole as chains_whole
 from convarch.etl.index import index_batch
 from convarch.etl.lines import split_snapshot
 from convarch.etl.load import BatchWriter, FileContext, Written
@@ -124,6 +126,27 @@ def _number_new_files(state, changed: list[Planned]) -> None:
         p.file_id = i
 
 
+def _attach_versions(state, changed: list[Planned]) -> None:
+    """Give each rewritten or appended file seen before its live loads (file_versions) and,
+    for a rewritten one, the running hashes of the lines it last gave (file_line_hashes)."""
+    seen = [p for p in changed if p.prev is not None]
+    if not seen:
+        return
+    state.register("seen_ids", pa.table({"file_id": pa.array([p.prev["file_id"] for p in seen], pa.int64())}))
+    try:
+        versions: dict[int, list] = {}
+        for fid, epoch, first in state.execute(
+                "select file_id, epoch, first_line from file_versions where file_id in (select file_id from seen_ids) "
+                "order by file_id, first_line").fetchall():
+            versions.setdefault(fid, []).append((epoch, first))
+        chains = dict(state.execute(
+            "select file_id, hashes from file_line_hashes where file_id in (select file_id from seen_ids)").fetchall())
+    finally:
+        state.unregister("seen_ids")
+    for p in seen:
+        p.prev = dict(p.prev, versions=versions.get(p.prev["file_id"], []), chain=chains.get(p.prev["file_id"]))
+
+
 def earlier_context(lake: Path, state, changed: list[Planned]) -> dict[str, pa.Table]:
     """For each source whose records SQL carries values forward over a file's lines
     (Extract.context), the context lines of its appended files, from their rows in the lake:
@@ -165,6 +188,7 @@ def extract(staging, run_id, state, changed: list[Planned], summary: Summary, pr
     rewritten containers that gave the same lines as before (only their stat is new).
     `earlier` holds context lines of appended files (earlier_context)."""
     _number_new_files(state, changed)
+    _attach_versions(state, changed)
     earlier = earlier or {}
     snapdir = staging / "snap"
     snapdir.mkdir(mode=0o700)
@@ -220,38 +244,51 @@ def _each(results, progress):
 
 
 def read_file(p: Planned, writer: BatchWriter, snapdir: Path, result: UnitResult, redacting: bool) -> dict | None:
+    from convarch import adapters
+
     prev = p.prev
     file_id = p.file_id
     action = p.action
     dest = snapdir / f"{file_id}.jsonl"
+    whole_container = p.file.container != "jsonl"
+    stand_alone = whole_container and getattr(adapters.get(p.file.source), "LINES_STAND_ALONE", False)
     known = None
     if action == "rewrite" and prev.get("lines_hash"):
         known = (prev["lines_read"], prev["lines_hash"])
     try:
-        if p.file.container == "jsonl":
+        if not whole_container:
             s = snap.snapshot_lines(p.file.path, p.start, dest)
         else:
-            s = snapshot_whole(p.file, dest, snapdir / f"{file_id}.copy", known)
+            s = snapshot_whole(p.file, dest, snapdir / f"{file_id}.copy", known,
+                               prev.get("chain") if known else None, keep_chain=stand_alone)
     except (OSError, snap.NotRegularFile) as exc:
         result.skipped.append((str(p.file.path), reason(exc)))
         return None
     skip = 0
-    if known is not None and s.known_end is not None:
-        if s.lines == known[0]:
-            # the same lines as before (a write to a table not read, a document saved again):
-            # nothing to load, only the new stat to remember
-            dest.unlink()
-            result.same.append(p)
-            return None
-        from convarch import adapters
-
-        if getattr(adapters.get(p.file.source), "LINES_STAND_ALONE", False):
-            action, skip = "append", s.known_end      # the lines before are loaded already
+    versions = list(prev.get("versions") or []) if prev else []   # (epoch, first line) of each live load
+    if known is not None and s.known_end is not None and s.lines == known[0]:
+        # the same lines as before (a write to a table not read, a document saved again):
+        # nothing to load, only the new stat to remember
+        dest.unlink()
+        result.same.append(p)
+        return None
+    if known is not None and stand_alone and s.known_end is not None:
+        action, skip = "append", s.known_end          # the lines before are loaded already
+    elif known is not None and stand_alone and s.common:
+        # the first s.common lines are those loaded before: they stay where they are, and
+        # the rest loads as a new epoch from the line after them
+        action, skip = "replace_tail", s.common_end
+        versions = [(e, first) for e, first in (versions or [(prev["epoch"], 1)]) if first <= s.common]
     if action == "new":
         epoch, lines_read = 1, 0
+    elif action == "replace_tail":
+        epoch, lines_read = prev["epoch"] + 1, s.common
+        versions.append((epoch, s.common + 1))
     else:
         epoch = prev["epoch"] + (1 if action == "rewrite" else 0)
         lines_read = 0 if action == "rewrite" else prev["lines_read"]
+    if action in ("new", "rewrite"):
+        versions = []
     ctx = FileContext(
         file_id=file_id,
         source=p.file.source,
@@ -289,11 +326,32 @@ def read_file(p: Planned, writer: BatchWriter, snapdir: Path, result: UnitResult
         "epoch": epoch,
         "tail_bytes": s.size - s.end,
         "lines_read": lines_read,
-        "prev_records": prev["records"] if prev and action != "rewrite" else 0,
+        "prev_records": _kept_records(prev, action, s.common),
         "lines_hash": s.lines_hash or None,
+        "chain": s.chain,
+        "versions": versions,
         "session_hint": p.file.session_hint,
         "parent_session_hint": p.file.parent_session_hint,
     }
+
+
+def _kept_records(prev: dict | None, action: str, common: int) -> int:
+    """The file's records loaded before that stay live (for a replaced tail, estimated from
+    its share of the lines: only the chain stage's grouping reads it)."""
+    if not prev or action == "rewrite":
+        return 0
+    if action == "replace_tail":
+        return prev["records"] * common // max(prev["lines_read"], 1)
+    return prev["records"]
+
+
+def live_lines(u: dict) -> tuple[tuple[int, int, int], ...]:
+    """(epoch, first line, last line) of each load of a file its current version holds."""
+    versions = sorted(u["versions"], key=lambda v: v[1])
+    if len(versions) < 2:
+        return chains_whole(u["epoch"])
+    lasts = [first - 1 for _, first in versions[1:]] + [LAST_LINE]
+    return tuple((e, first, last) for (e, first), last in zip(versions, lasts))
 
 
 def index(workers: Workers, staging: Path, batches: list[list[RowGroup]], run_id: int,

@@ -22,7 +22,7 @@ from convarch.adapters.base import SourceFile
 from convarch.etl import session_parts
 from convarch.etl import snapshot as snap
 from convarch.etl.layout import Layout
-from convarch.etl.extract import Planned, earlier_context, extract, index, reason
+from convarch.etl.extract import Planned, earlier_context, extract, index, live_lines, reason
 from convarch.etl.chains import materialize
 from convarch.etl.compact import Compaction, compact
 from convarch.etl.load import Written
@@ -138,6 +138,8 @@ def _ingest(layout, targets, on_plan, progress, wait_seconds, redact, n_workers)
             if session_parts.missing(state):
                 loaded += session_parts.lake_records(layout, state)
             written += session_parts.derive(loaded, staging / "parts", run_id)
+            written += session_parts.derive_kept(layout, state, [u for u in updates if u["action"] == "replace_tail"],
+                                                 staging / "kept", run_id, live_lines)
             summary.extract_seconds = time.monotonic() - t0
             seeds = ensure_seeds(layout)
             t_index = time.monotonic()
@@ -145,7 +147,8 @@ def _ingest(layout, targets, on_plan, progress, wait_seconds, redact, n_workers)
             summary.index_seconds = time.monotonic() - t_index
             _move_into_lake(layout, staging, written)
             chain_written, summary.chain_seconds = materialize(
-                layout, state, run_id, [(u["file_id"], u["epoch"], u["source"]) for u in updates], written, staging,
+                layout, state, run_id, [(u["file_id"], u["epoch"], u["source"], live_lines(u)) for u in updates],
+                written, staging,
                 seeds, workers, records={u["file_id"]: u["prev_records"] + u["records_added"] for u in updates},
                 nbytes={u["file_id"]: u["size"] for u in updates})
             touched = [p for p in plans if p.action == "touched"] + same
@@ -266,6 +269,33 @@ def _classify(sf: SourceFile, st: snap.FileStat, prev: dict | None) -> Planned:
     return Planned(sf, st, prev, "rewrite", 0)
 
 
+def _commit_versions(state, updates: list[dict]) -> None:
+    """Each loaded file's live loads (file_versions: rows only for a file of several) and the
+    running hashes of the lines a whole container gave (file_line_hashes), inside the run's
+    transaction."""
+    if not updates:
+        return
+    ids = pa.table({"file_id": pa.array([u["file_id"] for u in updates], pa.int64())})
+    versions = [(u["file_id"], e, first) for u in updates if len(u["versions"]) > 1 for e, first in u["versions"]]
+    chains = [u for u in updates if u["chain"] is not None]
+    state.register("loaded_ids", ids)
+    state.execute("delete from file_versions where file_id in (select file_id from loaded_ids)")
+    state.execute("delete from file_line_hashes where file_id in (select file_id from loaded_ids)")
+    state.unregister("loaded_ids")
+    if versions:
+        state.register("versions_rows", pa.table({
+            "file_id": pa.array([v[0] for v in versions], pa.int64()), "epoch": pa.array([v[1] for v in versions], pa.int32()),
+            "first_line": pa.array([v[2] for v in versions], pa.int64())}))
+        state.execute("insert into file_versions select file_id, epoch, first_line from versions_rows")
+        state.unregister("versions_rows")
+    if chains:
+        state.register("chain_rows", pa.table({
+            "file_id": pa.array([u["file_id"] for u in chains], pa.int64()),
+            "hashes": pa.array([u["chain"] for u in chains], pa.binary())}))
+        state.execute("insert into file_line_hashes select file_id, hashes from chain_rows")
+        state.unregister("chain_rows")
+
+
 def _move_into_lake(layout: Layout, staging: Path, written: list[Written]) -> None:
     for w in written:
         src = w.staged
@@ -309,8 +339,10 @@ def _commit(state, run_id, written, updates, touched, gone, summary: Summary, t0
             if u["action"] == "new":
                 new_files.append(row | {"session_hint": u["session_hint"], "parent_session_hint": u["parent_session_hint"],
                                         "first_run_id": run_id, "last_run_id": run_id, "chain_run_id": run_id})
+            elif u["action"] == "replace_tail":      # its records: those it kept and the new ones
+                changed.append(row | {"records": added + u["prev_records"], "reset": True, "reset_quarantined": False})
             else:
-                changed.append(row | {"reset": u["action"] == "rewrite"})
+                changed.append(row | {"reset": u["action"] == "rewrite", "reset_quarantined": u["action"] == "rewrite"})
         # a statement per file took about a millisecond each: whole tables of rows instead, so
         # a run that finds thousands of files appended, touched or gone commits at once
         if new_files:
@@ -326,12 +358,13 @@ def _commit(state, run_id, written, updates, touched, gone, summary: Summary, t0
                 "mtime_ns = c.mtime_ns, \"offset\" = c.\"offset\", head_len = c.head_len, head_hash = c.head_hash, "
                 "epoch = c.epoch, tail_bytes = c.tail_bytes, lines_read = c.lines_read, lines_hash = c.lines_hash, "
                 "records = (case when c.reset then 0 else f.records end) + c.records, "
-                "quarantined = (case when c.reset then 0 else f.quarantined end) + c.quarantined, "
+                "quarantined = (case when c.reset_quarantined then 0 else f.quarantined end) + c.quarantined, "
                 "last_run_id = ?, chain_run_id = ?, gone = false "
                 "from changed_files as c where f.file_id = c.file_id",
                 [run_id, run_id],
             )
             state.unregister("changed_files")
+        _commit_versions(state, updates)
         if touched:
             state.register("touched_files", pa.Table.from_pylist([
                 {"file_id": p.prev["file_id"], "path": str(p.file.path), "dev": p.stat.dev, "inode": p.stat.inode,

@@ -105,6 +105,7 @@ def publish(layout: Layout, state: duckdb.DuckDBPyConnection, run_id: int) -> No
     ).fetchall():
         files[table].append(str(layout.lake / path))
     source_files = state.sql("select * from source_files").to_arrow_table()
+    file_versions = state.sql("select * from file_versions").to_arrow_table()
     ingest_runs = state.sql("select * from ingest_runs").to_arrow_table()
 
     tmp = layout.db.with_name(f"{layout.db.name}.tmp-{os.getpid()}")
@@ -119,9 +120,13 @@ def publish(layout: Layout, state: duckdb.DuckDBPyConnection, run_id: int) -> No
         con.register("sf", source_files)
         con.register("runs", ingest_runs)
         con.execute("create table source_files as select * from sf")
+        con.register("fv", file_versions)
+        con.execute("create table file_versions as select * from fv")
         con.execute("create table ingest_runs as select * from runs")
         con.execute("comment on table source_files is 'one row per source file read: watermark, epoch and counts'")
         con.execute("comment on table ingest_runs is 'one row per ingest run'")
+        con.execute("comment on table file_versions is 'one row per load still live of a file whose current "
+                    "version is several loads: its epoch and first line'")
         for table in TABLES:
             con.execute(
                 f"create view lake_{table} as select * from read_parquet({sql_list(files[table])}, "

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import duckdb
+import pyarrow as pa
 
 from convarch import sql
 from convarch.etl.duck import HIVE, connect, sql_list
@@ -52,5 +53,45 @@ def derive(records: list[Path], staging: Path, run_id: int) -> list[Written]:
             files.abandon()
             raise
         return files.close()
+    finally:
+        con.close()
+
+
+def derive_kept(layout: Layout, state: duckdb.DuckDBPyConnection, updates: list[dict], staging: Path,
+                run_id: int, live_lines) -> list[Written]:
+    """The parts of the lines a rewritten file kept from its earlier loads, made again under
+    its new epoch: the views count the current epoch's parts only, and an earlier epoch's
+    parts also counted the lines that were replaced. Also sets each update's `prev_records`
+    to the records it kept. `live_lines(update)` gives its loads' (epoch, first, last)."""
+    if not updates:
+        return []
+    kept = [(u["file_id"], u["epoch"], e, first, last) for u in updates for e, first, last in live_lines(u)
+            if e != u["epoch"]]
+    files = lake_records(layout, state)
+    if not kept or not files:
+        return []
+    con = connect()
+    try:
+        con.register("kept_rows", pa.table({
+            "file_id": pa.array([k[0] for k in kept], pa.int64()), "new_epoch": pa.array([k[1] for k in kept], pa.int32()),
+            "epoch": pa.array([k[2] for k in kept], pa.int32()), "first_line": pa.array([k[3] for k in kept], pa.int64()),
+            "last_line": pa.array([k[4] for k in kept], pa.int64())}))
+        ids = ", ".join(str(int(fid)) for fid in sorted({k[0] for k in kept}))
+        con.execute(
+            "create temp table records_loaded as select r.* replace (k.new_epoch as file_epoch) "
+            f"from read_parquet({sql_list(files)}, {HIVE}, union_by_name = true) as r "
+            "join kept_rows as k on k.file_id = r.file_id and k.epoch = r.file_epoch "
+            "and r.line_no between k.first_line and k.last_line "
+            f"where r.file_id in ({ids})")     # constants the scan tests against each row group
+        counts = dict(con.execute("select file_id, count(*) from records_loaded group by 1").fetchall())
+        for u in updates:
+            u["prev_records"] = counts.get(u["file_id"], 0)
+        parts = PartitionFiles(run_id, staging, 0, "k")
+        try:
+            parts.write(con, "session_parts", sql.read("extract/session_parts"))
+        except BaseException:
+            parts.abandon()
+            raise
+        return parts.close()
     finally:
         con.close()

@@ -13,6 +13,7 @@ from importlib.resources import files
 #: Public and internal views, in build order (each file is one view named by its stem).
 VIEWS: tuple[str, ...] = (
     "views/int_current_files",
+    "views/int_current_lines",
     "views/stg_records",
     "views/stg_blocks",
     "views/int_session_parts",

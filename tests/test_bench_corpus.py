@@ -64,7 +64,8 @@ def test_the_rewritten_stores_section_measures_what_it_says(tmp_path):
     res = rewrites(INGEST, tmp_path, 1)
     grown, same = res["cline_grown"], res["goose_same_lines"]
     # the grown history loads its two new messages alone; the edited one, every message again
-    assert (grown["records"], grown["whole_records"], grown["messages"]) == (2, len(msgs) + 2, len(msgs) + 2)
+    assert (grown["records"], grown["whole_records"], grown["messages"]) == (2, len(msgs) + 3, len(msgs) + 3)
+    assert grown["tail_records"] == 2            # the rewritten last message and the new one
     assert calls > 50 and grown["lake_growth_mb"] < 0.1 * grown["first_lake_mb"]
     # the database written in a table convarch does not read loads nothing; the edit, everything
     assert (same["records"], same["lake_growth_mb"]) == (0, 0)

@@ -74,7 +74,7 @@ def test_a_history_that_only_grew_loads_just_its_new_messages(tmp_path):
     same_as_fresh(db, cline, root, tmp_path)
 
 
-def test_an_edited_earlier_message_reads_the_history_again_as_a_new_version(tmp_path):
+def test_an_edited_message_keeps_the_lines_before_it_and_loads_the_rest_as_a_new_version(tmp_path):
     root, api = cline_store(tmp_path)
     db = tmp_path / "inc" / "convarch.duckdb"
     run(db, cline, root)
@@ -82,9 +82,19 @@ def test_an_edited_earlier_message_reads_the_history_again_as_a_new_version(tmp_
     history[1]["content"] = [{"type": "text", "text": "an answer edited in place"}]
     api.write_text(json.dumps(history + [{"role": "user", "content": "and then?"}]))
     s = run(db, cline, root)
-    assert (s.files_changed, s.records_added) == (1, len(history) + 1)
-    assert rows(db, "select distinct file_epoch from stg_records where source_file = ?", [str(api)]) == [(2,)]
+    # line 1 stays where it was loaded; lines 2 on (the edited one, the rest, the new one) load
+    assert (s.files_changed, s.records_added) == (1, len(history))
+    assert rows(db, "select file_epoch, min(line_no), max(line_no) from stg_records where source_file = ? "
+                    "group by 1 order by 1", [str(api)]) == [(1, 1, 1), (2, 2, len(history) + 1)]
+    assert scalar(db, "select count(*) from messages where text = 'an answer edited in place'") == 1
     same_as_fresh(db, cline, root, tmp_path)
+    # an edit to the first line leaves nothing to keep: the whole history is a new version
+    history[0]["content"] = "a new first prompt"
+    api.write_text(json.dumps(history))
+    s = run(db, cline, root)
+    assert s.records_added == len(history)
+    assert rows(db, "select distinct file_epoch from stg_records where source_file = ?", [str(api)]) == [(3,)]
+    same_as_fresh(db, cline, root, tmp_path / "again")
 
 
 def test_a_document_saved_again_unchanged_loads_nothing(tmp_path, monkeypatch):
@@ -201,3 +211,55 @@ def test_every_store_saved_again_unchanged_loads_nothing(tmp_path, name):
     again = ingest(Layout(db), [(adapter, adapter.resolve_root(root))])
     assert (again.files_changed, again.records_added, again.quarantined) == (0, 0, 0)
     assert lake_files(db) == files
+
+
+def test_a_live_task_rewritten_at_its_tail_again_and_again_reads_like_a_fresh_load(tmp_path):
+    # Cline rewrites ui_messages.json as a task runs: the last entry changes (a partial message
+    # completed, a request's cost filled in), entries are added, and a checkpoint restore cuts
+    # the end off. Each step keeps the lines before the first change and loads the rest.
+    root, _api = cline_store(tmp_path)
+    ui = root / "tasks" / TASK / "ui_messages.json"
+    entries = json.loads(ui.read_text())
+    db = tmp_path / "inc" / "convarch.duckdb"
+    run(db, cline, root)
+    steps = [
+        entries[:-1] + [dict(entries[-1], text="partial", partial=True)],        # the last one in progress
+        entries,                                                                    # ... completed
+        entries + [{"ts": 1, "type": "say", "say": "text", "text": "zebrafish one", "partial": True}],
+        entries + [{"ts": 1, "type": "say", "say": "text", "text": "zebrafish two"},
+                   {"ts": 2, "type": "say", "say": "text", "text": "and three"}],
+        entries[:5],                                                                # a checkpoint restore
+        entries[:5] + [{"ts": 3, "type": "say", "say": "text", "text": "after the restore"}],
+    ]
+    for i, step in enumerate(steps):
+        ui.write_text(json.dumps(step))
+        s = run(db, cline, root)
+        assert s.records_added <= len(step), i
+        same_as_fresh(db, cline, root, tmp_path / f"fresh{i}")
+    assert scalar(db, "select count(*) from stg_records where source_file = ?", [str(ui)]) == 6
+    # only the live lines are there: not the ones the restore cut off
+    live = "select count(*) from stg_records where source_file = ? and raw like ?"
+    assert scalar(db, live, [str(ui), "%zebrafish%"]) == 0
+    assert scalar(db, live, [str(ui), "%after the restore%"]) == 1
+    epochs = rows(db, "select distinct file_epoch from stg_records where source_file = ? order by 1", [str(ui)])
+    assert len(epochs) >= 2, "the lines kept from an earlier load should still be live"
+
+
+def test_a_database_whose_earlier_rows_change_keeps_the_rows_before_them(tmp_path):
+    sessions = tmp_path / "goose" / "sessions"
+    con = goose_build.write_db(sessions / "sessions.db", wal=True, keep_open=True)
+    try:
+        db = tmp_path / "w" / "convarch.duckdb"
+        run(db, goose, tmp_path / "goose")
+        for i, change in enumerate([
+            "update messages set content_json = '[{\"type\":\"text\",\"text\":\"edited\"}]' "
+            "where message_id = (select max(message_id) from messages)",
+            "insert into messages (message_id, session_id, role, content_json, created_timestamp) values "
+            "('msg_zzz', '20260505_1', 'user', '[{\"type\":\"text\",\"text\":\"late\"}]', 1777970000)",
+            "delete from messages where message_id = 'msg_zzz'",
+        ]):
+            con.execute(change)
+            run(db, goose, tmp_path / "goose")
+            same_as_fresh(db, goose, tmp_path / "goose", tmp_path / f"fresh{i}")
+    finally:
+        con.close()

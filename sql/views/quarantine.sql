@@ -11,9 +11,10 @@ with bad_lines as (
         q.raw_text,  -- the line as read (null for a pending tail)
         q.ingest_run_id  -- the ingest run that set the line aside
     from lake_quarantine as q
-    join int_current_files as f
+    join int_current_lines as f
         on f.file_id = q.file_id
         and f.epoch = q.file_epoch
+        and q.line_no between f.first_line and f.last_line
 ),
 
 pending_tails as (

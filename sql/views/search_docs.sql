@@ -4,16 +4,17 @@ with docs as (
     select * from lake_search_docs
 ),
 
-current_files as (
-    select file_id, epoch from int_current_files
+current_lines as (
+    select file_id, epoch, first_line, last_line from int_current_lines
 ),
 
 final as (
     select docs.*
     from docs
-    join current_files
-        on current_files.file_id = docs.file_id
-        and current_files.epoch = docs.file_epoch
+    join current_lines
+        on current_lines.file_id = docs.file_id
+        and current_lines.epoch = docs.file_epoch
+        and docs.line_no between current_lines.first_line and current_lines.last_line
 )
 
 select * from final

@@ -3,16 +3,17 @@ with blocks as (
     select * from lake_blocks
 ),
 
-current_files as (
-    select file_id, epoch from int_current_files
+current_lines as (
+    select file_id, epoch, first_line, last_line from int_current_lines
 ),
 
 final as (
     select blocks.*
     from blocks
-    join current_files
-        on current_files.file_id = blocks.file_id
-        and current_files.epoch = blocks.file_epoch
+    join current_lines
+        on current_lines.file_id = blocks.file_id
+        and current_lines.epoch = blocks.file_epoch
+        and blocks.line_no between current_lines.first_line and current_lines.last_line
 )
 
 select * from final
