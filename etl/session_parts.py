@@ -46,13 +46,7 @@ def derive(records: list[Path], staging: Path, run_id: int) -> list[Written]:
             f"create temp view records_loaded as select * from read_parquet({sql_list(records)}, {HIVE}, "
             "union_by_name = true)"
         )
-        files = PartitionFiles(run_id, staging, 0, "p")
-        try:
-            files.write(con, "session_parts", sql.read("extract/session_parts"))
-        except BaseException:
-            files.abandon()
-            raise
-        return files.close()
+        return _write(con, staging, run_id, "p")
     finally:
         con.close()
 
@@ -86,12 +80,17 @@ def derive_kept(layout: Layout, state: duckdb.DuckDBPyConnection, updates: list[
         counts = dict(con.execute("select file_id, count(*) from records_loaded group by 1").fetchall())
         for u in updates:
             u["prev_records"] = counts.get(u["file_id"], 0)
-        parts = PartitionFiles(run_id, staging, 0, "k")
-        try:
-            parts.write(con, "session_parts", sql.read("extract/session_parts"))
-        except BaseException:
-            parts.abandon()
-            raise
-        return parts.close()
+        return _write(con, staging, run_id, "k")
     finally:
         con.close()
+
+
+def _write(con: duckdb.DuckDBPyConnection, staging: Path, run_id: int, prefix: str) -> list[Written]:
+    """The parts of the relation records_loaded, as Parquet under `staging`."""
+    files = PartitionFiles(run_id, staging, 0, prefix)
+    try:
+        files.write(con, "session_parts", sql.read("extract/session_parts"))
+    except BaseException:
+        files.abandon()
+        raise
+    return files.close()
