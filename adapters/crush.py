@@ -164,7 +164,7 @@ def project_data_dirs(projects_json: Path) -> list[Path]:
 
 
 def to_lines(copy: Path, file: SourceFile) -> Iterator[bytes]:
-    """One JSON line per ``sessions`` row, then one per ``messages`` row of the private copy."""
+    """One JSON line per ``messages`` row, then one per ``sessions`` row of the private copy."""
     if file.container != "sqlite":
         raise ValueError(f"crush has no reader for a {file.container!r} container")
     # The copy is private to this run: opening it read-write lets SQLite replay its -wal or
@@ -183,15 +183,10 @@ def to_lines(copy: Path, file: SourceFile) -> Iterator[bytes]:
                 "select max(version_id) from goose_db_version where is_applied").fetchone()[0]
         project = os.path.abspath(file.path.parent.parent) if file.path.parent.name == DATA_DIR else None
         extra = {"crush_schema_version": None if version is None else str(version), "project_dir": project}
-        for row in _rows(con, "sessions", "created_at, id"):
-            row.update(extra)
-            if isinstance(row.get("todos"), str):
-                try:
-                    row["todos"] = json.loads(row["todos"]) if row["todos"].strip() else None
-                except (ValueError, RecursionError):
-                    pass                      # kept as text: todos are not part of the conversation
-            yield _dump(row)
-        for row in _rows(con, "messages", "session_id, created_at, rowid"):
+        # messages in the order they were written, then the sessions, whose rows change with
+        # every message (counts, cost, update time): a database that gained messages is read
+        # again with its earlier lines first, so only the tail loads (etl/containers.py)
+        for row in _rows(con, "messages", "created_at, rowid"):
             parts = row.get("parts")
             if isinstance(parts, str):
                 try:
@@ -199,6 +194,14 @@ def to_lines(copy: Path, file: SourceFile) -> Iterator[bytes]:
                 except (ValueError, RecursionError):
                     yield malformed_row(f"crush messages row {row.get('id')}", "column parts is not valid JSON", parts)
                     continue
+            yield _dump(row)
+        for row in _rows(con, "sessions", "created_at, id"):
+            row.update(extra)
+            if isinstance(row.get("todos"), str):
+                try:
+                    row["todos"] = json.loads(row["todos"]) if row["todos"].strip() else None
+                except (ValueError, RecursionError):
+                    pass                      # kept as text: todos are not part of the conversation
             yield _dump(row)
     finally:
         con.close()

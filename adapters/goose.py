@@ -152,7 +152,10 @@ def to_lines(copy: Path, file: SourceFile) -> Iterator[bytes]:
         version = None
         if "schema_version" in tables:
             version = con.execute("select max(version) from schema_version").fetchone()[0]
-        for table in ("sessions", "messages", "usage_ledger"):
+        # the tables that only grow first, the sessions (whose rows change with every message:
+        # token counts, update time) last, so a database that gained a message is read again
+        # with its earlier lines first and only the tail loads (etl/containers.py)
+        for table in ("messages", "usage_ledger", "sessions"):
             if table not in tables:
                 continue
             extra = {"goose_schema_version": version} if table == "sessions" else {}

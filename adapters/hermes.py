@@ -223,8 +223,10 @@ def _db_lines(copy: Path) -> Iterator[bytes]:
                 version = con.execute("select max(version) from schema_version").fetchone()[0]
             except sqlite3.Error:
                 version = None
-        yield from _rows(con, "sessions", {"hermes_schema_version": version})
+        # messages first, then the sessions, whose rows change as a session goes on (counts,
+        # end time): a database that gained messages then loads only its tail (etl/containers.py)
         yield from _rows(con, "messages", {})
+        yield from _rows(con, "sessions", {"hermes_schema_version": version})
     finally:
         con.close()
 

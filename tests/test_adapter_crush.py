@@ -142,12 +142,12 @@ def test_live_wal_database_is_read_whole_and_left_alone(tmp_path):
                     "('msg-new', ?, 'user', '[{\"type\":\"text\",\"data\":{\"text\":\"more\"}}]', ?, ?)",
                     (build.SUB, build.T0 + 90, build.T0 + 90))
         s = run(db, tmp_path / "weather-app")
-        # a commit that only reaches the -wal is a change: the database is read again whole,
-        # and since its lines before come first again, only the new one loads
-        assert (s.files_changed, s.records_added) == (1, 1)
+        # a commit that only reaches the -wal is a change: the database is read again whole;
+        # its messages come first, so only the new one and the session rows after it load
+        assert (s.files_changed, s.records_added) == (1, 3)
         assert scalar(db, "select count(*) from stg_records") == 17
         assert scalar(db, "select count(*) from messages where text = 'more'") == 1
-        assert scalar(db, "select max(file_epoch) from stg_records") == 1
+        assert rows(db, "select file_epoch, count(*) from stg_records group by 1 order by 1") == [(1, 14), (2, 3)]
     finally:
         con.close()
 

@@ -139,12 +139,12 @@ def test_live_wal_database_is_read_whole_and_left_alone(tmp_path):
         con.execute("insert into messages (session_id, role, content, timestamp) values (?, 'user', 'more', ?)",
                     (CONT, build.T0 + 700))
         s = run(db, home)
-        # a commit that only reaches the -wal is a change: the database is read again whole,
-        # and since its lines before come first again, only the new one loads
-        assert (s.files_changed, s.records_added) == (1, 1)
+        # a commit that only reaches the -wal is a change: the database is read again whole;
+        # its messages come first, so only the new one and the session rows after it load
+        assert (s.files_changed, s.records_added) == (1, 3)
         assert scalar(db, "select count(*) from stg_records") == 17
         assert scalar(db, "select count(*) from messages where text = 'more'") == 1
-        assert scalar(db, "select max(file_epoch) from stg_records") == 1
+        assert rows(db, "select file_epoch, count(*) from stg_records group by 1 order by 1") == [(1, 14), (2, 3)]
     finally:
         con.close()
 
@@ -160,9 +160,10 @@ def test_malformed_json_columns_quarantine_only_their_rows(tmp_path):
     assert (s.records_added, s.quarantined) == (13, 3)
     got = rows(db, "select reason, error, raw_text from quarantine order by line_no")
     assert [r[0] for r in got] == ["malformed_row"] * 3
-    assert got[0][1] == f"hermes sessions row {CONT}: column model_config is not valid JSON"
-    assert "hermes messages row 2: column tool_calls" in got[1][2] and '"function": {' in got[1][2]
-    assert "hermes messages row 8: column content" in got[2][2]
+    # messages come before the sessions (adapters/hermes.py: the rows that change go last)
+    assert "hermes messages row 2: column tool_calls" in got[0][2] and '"function": {' in got[0][2]
+    assert "hermes messages row 8: column content" in got[1][2]
+    assert got[2][1] == f"hermes sessions row {CONT}: column model_config is not valid JSON"
     assert scalar(db, "select count(*) from messages") == 12
     # the continuation's messages still load although its session row did not
     assert scalar(db, f"select count(*) from messages where session_id = '{CONT}'") == 5
