@@ -34,24 +34,32 @@ def _key_range(prefix: str) -> tuple[str, str]:
 
 
 def _composer_lines(con: sqlite3.Connection) -> Iterator[bytes]:
-    """Each composer, then its bubbles in turn order, then its bubbles no header names; last,
-    bubbles whose composer row is gone. Rows are read one at a time."""
+    """Each composer, the one updated longest ago first: its bubbles in turn order, then its
+    bubbles no header names, then its own row; last, bubbles whose composer row is gone.
+
+    A composer's row changes with every bubble (its update time, its list of bubbles), the
+    bubbles of the other composers do not: in this order a store read again after a chat gave
+    the lines it gave before up to that chat's first changed bubble, and only that chat's lines
+    load again (etl/containers.py). Rows are read one at a time."""
     seen: set[str] = set()
     lo, hi = _key_range("composerData:")
-    rows = con.execute(
-        "select key, value from cursorDiskKV where key >= ? and key < ? and value is not null order by key",
-        (lo, hi),
-    )
-    for key, raw in rows:
-        key = _s(key)
+    updated = ("case when json_valid(cast(value as text)) then coalesce(json_extract(cast(value as text), "
+               "'$.lastUpdatedAt'), json_extract(cast(value as text), '$.createdAt')) end")
+    keys = [_s(k) for (k,) in con.execute(
+        f"select key from cursorDiskKV where key >= ? and key < ? and value is not null "
+        f"order by coalesce({updated}, 0), key", (lo, hi))]
+    for key in keys:
+        raw = _kv(con, key)
+        if raw is None:
+            continue
         cid = key[len("composerData:"):]
         seen.add(cid)
         raw = _as_text(raw)
         try:
             value = _parse(raw)
         except (ValueError, UnicodeDecodeError, RecursionError) as exc:
-            yield _malformed(f"cursorDiskKV[{key}]", raw, str(exc))
             yield from _bubble_lines(con, cid, [], {})
+            yield _malformed(f"cursorDiskKV[{key}]", raw, str(exc))
             continue
         composer = value if isinstance(value, dict) else {}
         inline = composer.get("conversation")
@@ -62,21 +70,17 @@ def _composer_lines(con: sqlite3.Connection) -> Iterator[bytes]:
                "parentComposerId": parent if isinstance(parent, str) else None}
         env = {"_src": "vscdb", "_table": "cursorDiskKV", "_key": key, "_type": "composer",
                "composerId": cid, "inlineBubbles": len(inline)}
-        if inline:
-            # the inline bubbles become lines of their own; the composer line keeps the rest
-            rest = {k: v for k, v in composer.items() if k != "conversation"}
-            yield _line(env, _dump(rest))
-            for i, bubble in enumerate(inline):
-                bid = bubble.get("bubbleId") if isinstance(bubble, dict) else None
-                yield _line({"_src": "vscdb", "_table": "cursorDiskKV", "_key": key, "_type": "bubble",
-                             "composerId": cid, "bubbleId": bid, "seq": i, "inline": True, **ctx},
-                            _dump(bubble))
-        else:
-            yield _line(env, raw)
+        # the inline bubbles become lines of their own; the composer line keeps the rest
+        for i, bubble in enumerate(inline):
+            bid = bubble.get("bubbleId") if isinstance(bubble, dict) else None
+            yield _line({"_src": "vscdb", "_table": "cursorDiskKV", "_key": key, "_type": "bubble",
+                         "composerId": cid, "bubbleId": bid, "seq": i, "inline": True, **ctx},
+                        _dump(bubble))
         headers = composer.get("fullConversationHeadersOnly")
         order = [h.get("bubbleId") for h in headers if isinstance(h, dict) and isinstance(h.get("bubbleId"), str)] \
             if isinstance(headers, list) else []
         yield from _bubble_lines(con, cid, order, ctx)
+        yield _line(env, _dump({k: v for k, v in composer.items() if k != "conversation"}) if inline else raw)
     # bubbles of composers that have no composerData row (deleted or never written)
     lo, hi = _key_range("bubbleId:")
     current = None

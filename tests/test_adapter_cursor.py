@@ -307,12 +307,12 @@ def test_desktop_drift_cases(tmp_path):
     got = rows(db, "select session_id, message_id, role, kind, \"timestamp\"::varchar, cwd, month "
                    "from stg_records order by line_no")
     assert got == [
-        (cid, None, None, "metadata", "2026-02-02 02:40:00", None, "2026-02"),
         (cid, "b1", "user", "prompt", "2026-02-02 02:40:01", None, "2026-02"),
         (cid, "b2", "assistant", "response", "2026-02-02 02:40:02", "/home/demo/my app", "2026-02"),
         (cid, "b0-extra", "assistant", "response", None, None, "2026-02"),     # listed after, by key
         (cid, "b3", "user", "prompt", None, None, "2026-02"),
         (cid, "big", "assistant", "response", None, None, "2026-02"),
+        (cid, None, None, "metadata", "2026-02-02 02:40:00", None, "2026-02"),  # the composer after its bubbles
         (gone, "x1", "user", "prompt", "2026-03-01 00:00:00", None, "2026-03"),
         (gone, "x2", None, "unknown", None, None, "2026-02"),
     ]
@@ -463,18 +463,30 @@ def test_transcript_bad_lines_and_an_unfinished_last_line(tmp_path):
     assert scalar(db, "select count(*) from messages") == 2
 
 
-def test_changed_database_is_read_again_whole(tmp_path):
+def test_changed_database_is_read_again_whole_and_loads_the_changed_chat(tmp_path):
     path = make_vscdb(tmp_path / "User" / "globalStorage" / "state.vscdb", {
-        "composerData:c": {"composerId": "c", "fullConversationHeadersOnly": [{"bubbleId": "b1"}]},
+        "composerData:a": {"composerId": "a", "lastUpdatedAt": 1000, "fullConversationHeadersOnly": [{"bubbleId": "x"}]},
+        "bubbleId:a:x": {"type": 1, "text": "older chat"},
+        "composerData:c": {"composerId": "c", "lastUpdatedAt": 2000, "fullConversationHeadersOnly": [{"bubbleId": "b1"}]},
         "bubbleId:c:b1": {"type": 1, "text": "one"}})
     db = tmp_path / "w.duckdb"
-    assert run(db, tmp_path / "User").records_added == 2
-    make_vscdb(path, {"composerData:c": {"composerId": "c", "fullConversationHeadersOnly": [
+    assert run(db, tmp_path / "User").records_added == 4
+    make_vscdb(path, {"composerData:c": {"composerId": "c", "lastUpdatedAt": 3000, "fullConversationHeadersOnly": [
         {"bubbleId": "b1"}, {"bubbleId": "b2"}]}, "bubbleId:c:b2": {"type": 2, "text": "two"}})
     s = run(db, tmp_path / "User")
-    assert (s.files_changed, s.records_added) == (1, 3)
-    assert rows(db, "select text from messages order by line_no") == [("one",), ("two",)]
-    assert scalar(db, "select count(*) from stg_records") == 3
+    # read again whole; the chats updated longest ago and the chat's earlier bubbles come first
+    # again, so only its new bubble and its own row (which changed) load
+    assert (s.files_changed, s.records_added) == (1, 2)
+    assert rows(db, "select text from messages order by line_no") == [("older chat",), ("one",), ("two",)]
+    assert scalar(db, "select count(*) from stg_records") == 5
+    # an older chat taken up again moves to the end: every line from its old place on loads
+    # again (here, the first chat: all of them)
+    make_vscdb(path, {"composerData:a": {"composerId": "a", "lastUpdatedAt": 4000, "fullConversationHeadersOnly": [
+        {"bubbleId": "x"}, {"bubbleId": "y"}]}, "bubbleId:a:y": {"type": 2, "text": "back to it"}})
+    s = run(db, tmp_path / "User")
+    assert s.records_added == 6
+    assert rows(db, "select text from messages order by line_no") == [
+        ("one",), ("two",), ("older chat",), ("back to it",)]
 
 
 # --------------------------------------------------------------------------- locations
