@@ -133,8 +133,9 @@ def rewrites(script: str, work: Path, mb: int) -> dict:
     con.commit()
     same = _ingest(script, db, "goose", sessions.parent)
     same_lake = lake_bytes(db)
-    # its first line (the first session's row) changed: everything loads again
-    con.execute("update sessions set name = 'renamed' where id = (select id from sessions order by created_at, id limit 1)")
+    # its first line (the first message) changed: everything loads again
+    con.execute("update messages set content_json = ? where id = (select min(id) from messages)",
+                (json.dumps([{"type": "text", "text": "edited"}]),))
     con.commit()
     con.close()
     whole = _ingest(script, db, "goose", sessions.parent)
