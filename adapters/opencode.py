@@ -58,6 +58,10 @@ NAME = "opencode"
 TITLE = "OpenCode"
 ENV_VARS = ("OPENCODE_DB",)
 EXTRACT = Extract(records="extract/opencode__records", blocks="extract/opencode__blocks")
+# its SQL reads every line of a database on its own (a part file of the JSON tree finds its
+# message's session in its batch, but each such file is one line): a rewrite that kept its
+# first lines loads just the rest
+LINES_STAND_ALONE = True
 
 DB_PATTERN = re.compile(r"^opencode(-[A-Za-z0-9._-]+)?\.db$")
 SIDECARS = ("-wal", "-shm", "-journal")
@@ -243,9 +247,11 @@ def db_lines(copy: Path) -> Iterator[bytes]:
         missing = {"session", "message"} - tables
         if missing:
             raise ValueError(f"not an OpenCode database: no {', '.join(sorted(missing))} table")
-        yield from _plain_rows(con, "session", "time_created, id")
+        # messages in the order they were written (each with its parts), the sessions, whose
+        # rows change as a session goes on, last: a database that gained messages is read
+        # again with its earlier lines first, and only the tail loads (etl/containers.py)
         has_parts = "part" in tables
-        messages = _query(con, "select * from message", "session_id, time_created, id")
+        messages = _query(con, "select * from message", "time_created, id")
         cols = [d[0] for d in messages.description]
         for values in messages:
             row = {"table": "message", **dict(zip(cols, values))}
@@ -266,7 +272,8 @@ def db_lines(copy: Path) -> Iterator[bytes]:
             yield from _plain_rows(con, "part", "session_id, id",
                                    "select * from part where message_id not in (select id from message)")
         if "session_message" in tables:
-            yield from _plain_rows(con, "session_message", "session_id, time_created, id")
+            yield from _plain_rows(con, "session_message", "time_created, id")
+        yield from _plain_rows(con, "session", "time_created, id")
     finally:
         con.close()
 

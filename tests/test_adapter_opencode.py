@@ -194,7 +194,9 @@ def test_live_wal_database_and_its_next_commit(tmp_path):
         con.execute("insert into part values ('prt_zzz', 'msg_e1b0000002AbCdEfGhIjKlMn', ?, 1, 1, ?)",
                     (CHILD, json.dumps({"type": "text", "text": "Done."})))
         s = run(db, data)
-        assert (s.files_changed, s.records_added) == (1, 11)
+        # read again whole: the messages written before the one that gained a part stay where
+        # they were loaded; it and the lines after it (the sessions last) load again
+        assert (s.files_changed, s.records_added) == (1, 7)
         assert scalar(db, "select text from messages where message_id = 'msg_e1b0000002AbCdEfGhIjKlMn'") == \
             "None exist yet.\nDone."
         assert scalar(db, "select count(*) from stg_records") == 11

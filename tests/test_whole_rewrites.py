@@ -263,3 +263,33 @@ def test_a_database_whose_earlier_rows_change_keeps_the_rows_before_them(tmp_pat
             same_as_fresh(db, goose, tmp_path / "goose", tmp_path / f"fresh{i}")
     finally:
         con.close()
+
+
+def test_an_opencode_database_as_a_session_goes_on_reads_like_a_fresh_load(tmp_path):
+    from convarch.adapters import opencode
+
+    spec = importlib.util.spec_from_file_location("opencode_build", REPO / "fixtures" / "opencode" / "build_contract.py")
+    build = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build)
+    data = tmp_path / "opencode"
+    con = build.write_db(data / "opencode.db", wal=True, keep_open=True)
+    try:
+        db = tmp_path / "w" / "convarch.duckdb"
+        run(db, opencode, data)
+        last = con.execute("select id from message order by time_created desc, id desc limit 1").fetchone()[0]
+        steps = [
+            # the latest message gains a part, and its session's counters move, as OpenCode writes
+            ("insert into part values ('prt_zz1', ?, ?, 9, 9, ?)",
+             (last, build.CHILD, json.dumps({"type": "text", "text": "Done."}))),
+            ("update session set time_updated = time_updated + 1, tokens_output = tokens_output + 5 where id = ?",
+             (build.CHILD,)),
+            ("insert into message values ('msg_zzzzzzzzzzzzzzzzzzzzzzzzzz', ?, 1778666499000, 1778666499000, ?)",
+             (build.MAIN, json.dumps({"role": "user", "time": {"created": 1778666499000}}))),
+            ("delete from part where id = 'prt_zz1'", ()),
+        ]
+        for i, (statement, params) in enumerate(steps):
+            con.execute(statement, params)
+            run(db, opencode, data)
+            same_as_fresh(db, opencode, data, tmp_path / f"fresh{i}")
+    finally:
+        con.close()
