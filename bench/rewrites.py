@@ -1,10 +1,11 @@
 """Stores rewritten in place: a JSON document or a SQLite database is read again whole
 whenever it changes, and what it costs then depends on what changed in the lines it gives.
 
-Two stores, each about `mb` megabytes: a Cline task whose API history (one JSON array) grows
-by two messages, then has its last message rewritten and one more added, and a goose
+Three stores, each about `mb` megabytes: a Cline task whose API history (one JSON array)
+grows by two messages, then has its last message rewritten and one more added; a goose
 sessions.db that gets a row in a table convarch does not read (goose's own recipes, a WAL
-checkpoint and the like change the files, not the lines). Each pick-up is timed against the
+checkpoint and the like change the files, not the lines); and a Cursor state.vscdb whose
+latest chat gains a bubble (its bubble and its chat's row written, as Cursor does). Each pick-up is timed against the
 same store read again whole in the same run, after a change to its first line (which must
 load everything again, as every rewrite did before), and the lake's growth is shown beside
 the size of its first load.
@@ -88,6 +89,42 @@ def goose_db(path: Path, mb: int, seed: int = 6) -> None:
     con.close()
 
 
+def cursor_store(path: Path, mb: int, seed: int = 7) -> None:
+    """A Cursor state.vscdb of chats of 150 bubbles, each chat updated after the one before."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    con = sqlite3.connect(path)
+    con.execute("create table cursorDiskKV (key text unique on conflict replace, value blob)")
+    con.execute("create table ItemTable (key text unique on conflict replace, value blob)")
+    rng = random.Random(seed)
+    size, c = 0, 0
+    while size < mb * 1e6:
+        cid, heads = f"chat{c:05d}", []
+        for b in range(150):
+            body = json.dumps({"type": 1 + b % 2, "text": _words(rng, int(rng.lognormvariate(5, 1))),
+                               "createdAt": "2026-02-02T02:40:01.000Z"})
+            con.execute("insert into cursorDiskKV values (?, ?)", (f"bubbleId:{cid}:b{b:04d}", body))
+            heads.append({"bubbleId": f"b{b:04d}", "type": 1 + b % 2})
+            size += len(body)
+        con.execute("insert into cursorDiskKV values (?, ?)", (f"composerData:{cid}", json.dumps(
+            {"composerId": cid, "name": f"chat {c}", "createdAt": 1770000000000 + c,
+             "lastUpdatedAt": 1770000000000 + 1000 * c, "fullConversationHeadersOnly": heads})))
+        c += 1
+    con.commit()
+    con.close()
+
+
+def _cursor_bubble(path: Path, cid: str, bid: str, text: str) -> None:
+    """A bubble added to a chat, as Cursor writes it: the bubble, then the chat's row."""
+    con = sqlite3.connect(path)
+    chat = json.loads(con.execute("select value from cursorDiskKV where key = ?", (f"composerData:{cid}",)).fetchone()[0])
+    chat["fullConversationHeadersOnly"].append({"bubbleId": bid, "type": 2})
+    chat["lastUpdatedAt"] = max(chat["lastUpdatedAt"], 1770000000000) + 10_000_000
+    con.execute("insert into cursorDiskKV values (?, ?)", (f"bubbleId:{cid}:{bid}", json.dumps({"type": 2, "text": text})))
+    con.execute("insert into cursorDiskKV values (?, ?)", (f"composerData:{cid}", json.dumps(chat)))
+    con.commit()
+    con.close()
+
+
 def rewrites(script: str, work: Path, mb: int) -> dict:
     """Both stores: first load, the cheap pick-up, and the same store read again whole."""
     out = {}
@@ -145,11 +182,31 @@ def rewrites(script: str, work: Path, mb: int) -> dict:
                                "lake_growth_mb": round((same_lake - lake) / 1e6, 2),
                                "whole_seconds": round(whole["seconds"], 2), "whole_records": whole["records"],
                                "ratio_to_whole": round(same["seconds"] / whole["seconds"], 3)}
+
+    store = work / "cursor" / "User" / "globalStorage" / "state.vscdb"
+    cursor_store(store, mb)
+    db = work / "wh-cursor" / "convarch.duckdb"
+    first = _ingest(script, db, "cursor", store.parent.parent)
+    lake = lake_bytes(db)
+    con = sqlite3.connect(store)
+    latest = con.execute("select key from cursorDiskKV where key like 'composerData:%' order by key desc limit 1").fetchone()[0]
+    con.close()
+    _cursor_bubble(store, latest.split(":", 1)[1], "new1", "one more answer")
+    chat = _ingest(script, db, "cursor", store.parent.parent)
+    chat_lake = lake_bytes(db)
+    _cursor_bubble(store, "chat00000", "new2", "the oldest chat taken up again")   # it moves to the end
+    whole = _ingest(script, db, "cursor", store.parent.parent)
+    out["cursor_latest_chat"] = {"mb": round(store.stat().st_size / 1e6, 1),
+                                 "first_seconds": round(first["seconds"], 2), "first_lake_mb": round(lake / 1e6, 1),
+                                 "seconds": round(chat["seconds"], 2), "records": chat["records"],
+                                 "lake_growth_mb": round((chat_lake - lake) / 1e6, 2),
+                                 "whole_seconds": round(whole["seconds"], 2), "whole_records": whole["records"],
+                                 "ratio_to_whole": round(chat["seconds"] / whole["seconds"], 3)}
     return out
 
 
 def report(res: dict) -> str:
-    c, g = res["cline_grown"], res["goose_same_lines"]
+    c, g, u = res["cline_grown"], res["goose_same_lines"], res["cursor_latest_chat"]
     return "\n".join([
         "rewritten stores  a store read again after a change, against the same store read again whole in this run",
         f"  Cline history   {c['mb']} MB, {c['messages']} messages, 2 appended: {c['seconds']} s, {c['records']} records, "
@@ -160,6 +217,9 @@ def report(res: dict) -> str:
         f"  goose database  {g['mb']} MB, a row in a table not read: {g['seconds']} s, {g['records']} records, "
         f"lake +{g['lake_growth_mb']} MB (first load {g['first_seconds']} s, {g['first_lake_mb']} MB); "
         f"read whole {g['whole_seconds']} s -> ratio {g['ratio_to_whole']}",
+        f"  Cursor store    {u['mb']} MB, a bubble in the latest chat: {u['seconds']} s, {u['records']} records, "
+        f"lake +{u['lake_growth_mb']} MB (first load {u['first_seconds']} s, {u['first_lake_mb']} MB); "
+        f"the oldest chat taken up again (all from its place on) {u['whole_seconds']} s -> ratio {u['ratio_to_whole']}",
     ])
 
 

@@ -70,3 +70,8 @@ def test_the_rewritten_stores_section_measures_what_it_says(tmp_path):
     # the database written in a table convarch does not read loads nothing; the edit, everything
     assert (same["records"], same["lake_growth_mb"]) == (0, 0)
     assert same["whole_records"] > 1000
+    # the latest Cursor chat that gained a bubble loads it and the chat's row; the oldest chat
+    # taken up again moves to the end, and every line from its place on loads again
+    chat = res["cursor_latest_chat"]
+    assert chat["records"] == 2 and chat["whole_records"] > 150
+    assert chat["lake_growth_mb"] < 0.1 * chat["first_lake_mb"]
