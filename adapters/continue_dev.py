@@ -52,6 +52,8 @@ NAME = "continue_dev"
 TITLE = "Continue"
 ENV_VARS = ("CONTINUE_GLOBAL_DIR",)
 EXTRACT = Extract(records="extract/continue_dev__records", blocks="extract/continue_dev__blocks")
+# its SQL reads every line on its own: a rewrite that kept its first lines loads just the rest
+LINES_STAND_ALONE = True
 #: A session document at least this big is read an item at a time.
 STREAM_BYTES = json_stream.STREAM_BYTES
 
@@ -141,28 +143,42 @@ def to_lines(copy: Path, file: SourceFile) -> Iterator[bytes]:
     history = doc.get("history")
     if isinstance(history, dict) and isinstance(history.get("timeline"), list):      # 2023 builds
         sid = doc.get("sessionId") if isinstance(doc.get("sessionId"), str) else file.session_hint
-        yield _dump({**{k: v for k, v in doc.items() if k != "history"}, "type": "session"})
         for i, node in enumerate(history["timeline"]):
             yield _dump({**(node if isinstance(node, dict) else {"node": node}),
                          "type": "timeline_node", "session_id": sid, "index": i})
+        yield _dump({**{k: v for k, v in doc.items() if k != "history"}, "type": "session",
+                     "_items_have_usage": False})
         return
     items = history if isinstance(history, list) else []
     yield from _session_lines({k: v for k, v in doc.items() if k != "history"}, lambda: items, file)
 
 
 def _session_lines(doc: dict, history: Callable[[], Iterable], file: SourceFile) -> Iterator[bytes]:
-    """A session line, then a line per history item: the session given as its members other
-    than `history`, and `history()`, which gives the items afresh for each of two passes."""
+    """A line per history item, then the session line: the session given as its members other
+    than `history`, and `history()`, which gives the items afresh for each of two passes.
+
+    The session line comes last because it changes as the session goes on (its usage totals,
+    its title) while the items before it do not: a session that gained items is then read with
+    its earlier lines first, and only the tail loads (etl/containers.py). It says whether any
+    item counts its own tokens, so the SQL reads each line on its own."""
     sid = doc.get("sessionId") if isinstance(doc.get("sessionId"), str) else file.session_hint
-    yield _dump({**doc, "type": "session"})
-    yield from _items(history, sid)
+    found = {"usage": False}
+    yield from _items(history, sid, found)
+    yield _dump({**doc, "type": "session", "_items_have_usage": found["usage"]})
 
 
-def _items(history: Callable[[], Iterable], sid: str | None) -> Iterator[bytes]:
+def _tokens(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _items(history: Callable[[], Iterable], sid: str | None, found: dict) -> Iterator[bytes]:
     answered: set[str] = set()                # tool calls whose result is a `tool` message
     called: dict[str, str] = {}               # tool call id -> status on the assistant item
     for item in history():
         msg = item.get("message") if isinstance(item, dict) else None
+        usage = msg.get("usage") if isinstance(msg, dict) else None
+        if isinstance(usage, dict) and (_tokens(usage.get("promptTokens")) or _tokens(usage.get("completionTokens"))):
+            found["usage"] = True
         if isinstance(msg, dict) and msg.get("role") == "tool" and msg.get("toolCallId"):
             answered.add(msg["toolCallId"])
         for state in (item.get("toolCallStates") or []) if isinstance(item, dict) else []:

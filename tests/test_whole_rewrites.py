@@ -144,21 +144,24 @@ def test_sqlite_writes_that_change_no_line_load_nothing(tmp_path):
 
 
 def test_an_adapter_whose_sql_reads_across_lines_loads_a_grown_document_whole(tmp_path):
-    # Continue's SQL looks across a session's lines (whether any item carries usage), so new
-    # items alone would not load as the whole document does
-    root = tmp_path / "continue"
-    shutil.copytree(REPO / "fixtures" / "continue_dev" / "contract", root)
-    doc_path = next((root / "sessions").glob("*01.json"))
+    # Gemini CLI's SQL looks across a session's lines (a line the replay could not read takes
+    # the session id of the others), so new lines alone would not load as the whole file does
+    from convarch.adapters import gemini_cli
+
+    root = tmp_path / "gemini"
+    shutil.copytree(REPO / "fixtures" / "gemini_cli" / "contract", root)
+    doc_path = next(root.rglob("session-*.json"))
     db = tmp_path / "inc" / "convarch.duckdb"
-    run(db, continue_dev, root)
+    run(db, gemini_cli, root)
     doc = json.loads(doc_path.read_text())
     n = scalar(db, "select count(*) from stg_records where source_file = ?", [str(doc_path)])
-    doc["history"].append({"message": {"role": "user", "content": "and the zebrafish flag?"}, "contextItems": []})
+    doc["messages"].append({"id": "zz-new", "type": "user", "timestamp": "2026-02-20T15:00:00Z",
+                            "content": "and the zebrafish flag?"})
     doc_path.write_text(json.dumps(doc))
-    s = run(db, continue_dev, root)
+    s = run(db, gemini_cli, root)
     assert (s.files_changed, s.records_added) == (1, n + 1)
     assert rows(db, "select distinct file_epoch from stg_records where source_file = ?", [str(doc_path)]) == [(2,)]
-    same_as_fresh(db, continue_dev, root, tmp_path)
+    same_as_fresh(db, gemini_cli, root, tmp_path)
 
 
 def test_a_grown_history_appended_over_several_runs_matches_a_fresh_load(tmp_path):

@@ -13,6 +13,7 @@ with parsed as (
         json_transform(l.line, '{
             "type": "VARCHAR", "session_id": "VARCHAR", "sessionId": "VARCHAR", "index": "BIGINT",
             "title": "VARCHAR", "workspaceDirectory": "VARCHAR", "dateCreated": "JSON",
+            "_items_have_usage": "BOOLEAN",
             "mode": "VARCHAR", "chatModelTitle": "VARCHAR", "status": "VARCHAR",
             "usage": {"promptTokens": "BIGINT", "completionTokens": "BIGINT",
                       "promptTokensDetails": {"cachedTokens": "BIGINT", "cacheWriteTokens": "BIGINT"}},
@@ -54,8 +55,7 @@ shaped as (
             + coalesce(len(list_filter(
                 case when json_type(j.toolCallStates) = 'ARRAY'
                     then json_transform(j.toolCallStates, '[{"callInMessage": "BOOLEAN"}]') end,
-                lambda s: not coalesce(s.callInMessage, false))), 0) as n_calls,
-        j.message.usage.promptTokens is not null or j.message.usage.completionTokens is not null as has_usage
+                lambda s: not coalesce(s.callInMessage, false))), 0) as n_calls
     from parsed as p
 ),
 
@@ -68,7 +68,9 @@ timed as (
             case when json_type(ts_json) = 'VARCHAR' and regexp_matches(ts_json ->> '$', '^\d+(\.\d+)?$')
                 then try_cast(ts_json ->> '$' as double) end
         ) as ts_num,
-        bool_or(has_usage) over (partition by file_id) as file_has_item_usage
+        -- whether any history item of the session counts its own tokens (then the session's
+        -- totals are not counted again): to_lines tells it on the session line, which comes last
+        coalesce(j._items_have_usage, false) as file_has_item_usage
     from shaped
 ),
 
