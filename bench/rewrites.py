@@ -15,7 +15,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import random
-import shutil
 import sqlite3
 import subprocess
 import sys
@@ -225,22 +224,9 @@ def report(res: dict) -> str:
 
 def main() -> None:
     """`python bench/rewrites.py [--mb N]`: this section of the bench alone."""
-    import argparse
+    from alone import run_alone
 
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from run import INGEST
-
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--mb", type=int, default=60, help="size of each store")
-    ap.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "out")
-    args = ap.parse_args()
-    work = args.out / "work-rewrites"
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
-    res = rewrites(INGEST, work, args.mb)
-    shutil.rmtree(work, ignore_errors=True)
-    (args.out / "rewrites-latest.json").write_text(json.dumps(res, indent=2))
-    print(report(res))
+    run_alone("rewrites", "mb", 60, "size of each store", rewrites, report)
 
 
 if __name__ == "__main__":

@@ -127,22 +127,9 @@ def report(res: dict) -> str:
 
 def main() -> None:
     """`python bench/sources.py [--files N]`: this section of the bench alone."""
-    import argparse
+    from alone import run_alone
 
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from run import INGEST
-
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--files", type=int, default=500, help="about this many files of each source")
-    ap.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "out")
-    args = ap.parse_args()
-    work = args.out / "work-sources"
-    shutil.rmtree(work, ignore_errors=True)
-    res = every_source(INGEST, work, args.files)
-    shutil.rmtree(work, ignore_errors=True)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "sources-latest.json").write_text(json.dumps(res, indent=2))
-    print(report(res))
+    run_alone("sources", "files", 500, "about this many files of each source", every_source, report)
 
 
 if __name__ == "__main__":

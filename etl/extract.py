@@ -264,31 +264,13 @@ def read_file(p: Planned, writer: BatchWriter, snapdir: Path, result: UnitResult
     except (OSError, snap.NotRegularFile) as exc:
         result.skipped.append((str(p.file.path), reason(exc)))
         return None
-    skip = 0
-    versions = list(prev.get("versions") or []) if prev else []   # (epoch, first line) of each live load
     if known is not None and s.known_end is not None and s.lines == known[0]:
         # the same lines as before (a write to a table not read, a document saved again):
         # nothing to load, only the new stat to remember
         dest.unlink()
         result.same.append(p)
         return None
-    if known is not None and stand_alone and s.known_end is not None:
-        action, skip = "append", s.known_end          # the lines before are loaded already
-    elif known is not None and stand_alone and s.common:
-        # the first s.common lines are those loaded before: they stay where they are, and
-        # the rest loads as a new epoch from the line after them
-        action, skip = "replace_tail", s.common_end
-        versions = [(e, first) for e, first in (versions or [(prev["epoch"], 1)]) if first <= s.common]
-    if action == "new":
-        epoch, lines_read = 1, 0
-    elif action == "replace_tail":
-        epoch, lines_read = prev["epoch"] + 1, s.common
-        versions.append((epoch, s.common + 1))
-    else:
-        epoch = prev["epoch"] + (1 if action == "rewrite" else 0)
-        lines_read = 0 if action == "rewrite" else prev["lines_read"]
-    if action in ("new", "rewrite"):
-        versions = []
+    action, skip, epoch, lines_read, versions = _what_loads(p, s, known is not None and stand_alone)
     ctx = FileContext(
         file_id=file_id,
         source=p.file.source,
@@ -333,6 +315,29 @@ def read_file(p: Planned, writer: BatchWriter, snapdir: Path, result: UnitResult
         "session_hint": p.file.session_hint,
         "parent_session_hint": p.file.parent_session_hint,
     }
+
+
+def _what_loads(p: Planned, s: snap.Snapshot, compared: bool) -> tuple[str, int, int, int, list]:
+    """(action, bytes of the snapshot already loaded, epoch, lines before the first to load,
+    the file's live loads as (epoch, first line)) for a file read; `compared` when its lines
+    were compared with those it gave before, line by line (a whole container whose adapter's
+    SQL reads lines on their own)."""
+    prev, action = p.prev, p.action
+    versions = list(prev.get("versions") or []) if prev else []
+    if action == "new":
+        return "new", 0, 1, 0, []
+    if compared and s.known_end is not None:
+        # every line loaded before comes first again: the rest is appended
+        return "append", s.known_end, prev["epoch"], prev["lines_read"], versions
+    if compared and s.common:
+        # the first s.common lines are those loaded before: they stay where they are, and the
+        # rest loads as a new epoch from the line after them
+        epoch = prev["epoch"] + 1
+        kept = [(e, first) for e, first in (versions or [(prev["epoch"], 1)]) if first <= s.common]
+        return "replace_tail", s.common_end, epoch, s.common, kept + [(epoch, s.common + 1)]
+    if action == "rewrite":
+        return "rewrite", 0, prev["epoch"] + 1, 0, []
+    return action, 0, prev["epoch"], prev["lines_read"], versions        # a JSONL file appended
 
 
 def _kept_records(prev: dict | None, action: str, common: int) -> int:
