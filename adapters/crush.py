@@ -65,7 +65,7 @@ NAME = "crush"
 TITLE = "Crush"
 ENV_VARS = ("CONVARCH_CRUSH_PROJECTS", "CRUSH_GLOBAL_DATA")
 EXTRACT = Extract(records="extract/crush__records", blocks="extract/pi__blocks")
-# its SQL reads every line on its own: a rewrite that only added lines loads just those
+# its SQL reads every line on its own: a rewrite that kept its first lines loads just the rest
 LINES_STAND_ALONE = True
 
 DB_NAME = "crush.db"

@@ -64,7 +64,7 @@ NAME = "hermes"
 TITLE = "Hermes Agent"
 ENV_VARS = ("HERMES_HOME",)
 EXTRACT = Extract(records="extract/hermes__records", blocks="extract/hermes__blocks")
-# its SQL reads every line on its own: a rewrite that only added lines loads just those
+# its SQL reads every line on its own: a rewrite that kept its first lines loads just the rest
 LINES_STAND_ALONE = True
 
 DB_NAME = "state.db"

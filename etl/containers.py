@@ -5,8 +5,8 @@ where it has one), so every container reaches the same line-parsing path.
 Such a container is rewritten in place, and read again whole, whenever it changes. The lines
 it gives are hashed as they are written, so the run can tell what really changed: a SQLite
 store whose writes touched only tables the adapter does not read (or a WAL checkpoint), or a
-document saved again unchanged, gives the same lines and loads nothing; a history that only
-grew gives the lines it gave before and then new ones (etl/extract.py).
+document saved again unchanged, gives the same lines and loads nothing; one whose first lines
+are those it gave before keeps them and loads only the rest (etl/extract.py).
 """
 from __future__ import annotations
 
@@ -21,16 +21,14 @@ from convarch.etl import snapshot as snap
 
 
 class LinesDigest:
-    """A running hash of the lines written, and how many of the first lines are those of the
-    version read before: `known` is (count, hash) of its lines, `chain` its running hash after
-    each line (8 bytes a line, from `chain` of that read; None where none was kept)."""
+    """A hash of the lines written and, where `chain` (the running hash after each line of the
+    version read before, 8 bytes a line) is given, how many of the first lines are that
+    version's; with `keep_chain` the new lines' own running hashes are kept for the next read."""
 
-    def __init__(self, known: tuple[int, str] | None, chain: bytes | None = None, keep_chain: bool = False):
+    def __init__(self, chain: bytes | None = None, keep_chain: bool = False):
         self._hash = hashlib.blake2b(digest_size=16)
         self.lines = 0
         self.nbytes = 0
-        self.known = known
-        self.known_end: int | None = 0 if known == (0, self.hexdigest()) else None
         self._old = chain
         self.common = 0              # first lines the same as the version before's
         self.common_end = 0          # bytes of those lines
@@ -40,30 +38,25 @@ class LinesDigest:
         self._hash.update(line)
         self.lines += 1
         self.nbytes += len(line)
-        if self.chain is not None or self._old is not None:
-            step = self._hash.digest()[:8]
-            if self.chain is not None:
-                self.chain += step
-            if self._old is not None and self.common == self.lines - 1 \
-                    and self._old[8 * self.common:8 * self.lines] == step:
-                self.common, self.common_end = self.lines, self.nbytes
-        if self.known is not None and self.lines == self.known[0] and self.hexdigest() == self.known[1]:
-            self.known_end = self.nbytes
-
-    def hexdigest(self) -> str:
-        return self._hash.hexdigest()
+        if self.chain is None and self._old is None:
+            return
+        step = self._hash.digest()[:8]
+        if self.chain is not None:
+            self.chain += step
+        if self._old is not None and self.common == self.lines - 1 and self._old[8 * self.common:8 * self.lines] == step:
+            self.common, self.common_end = self.lines, self.nbytes
 
     def stamp(self, s: snap.Snapshot) -> snap.Snapshot:
-        return dataclasses.replace(s, lines=self.lines, lines_hash=self.hexdigest(), known_end=self.known_end,
-                                   common=self.common, common_end=self.common_end,
+        return dataclasses.replace(s, lines=self.lines, lines_hash=self._hash.hexdigest(), common=self.common,
+                                   common_end=self.common_end,
                                    chain=bytes(self.chain) if self.chain is not None else None)
 
 
-def snapshot_whole(file: SourceFile, dest: Path, workdir: Path, known: tuple[int, str] | None = None,
-                   chain: bytes | None = None, keep_chain: bool = False) -> snap.Snapshot:
-    """Copy a non-line container privately and write the JSON lines the adapter makes of it;
-    `known` is (count, hash) of the lines the version read before gave and `chain` their
-    running hashes, if kept; with `keep_chain` the new lines' running hashes are returned.
+def snapshot_whole(file: SourceFile, dest: Path, workdir: Path, chain: bytes | None = None,
+                   keep_chain: bool = False) -> snap.Snapshot:
+    """Copy a non-line container privately and write the JSON lines the adapter makes of it,
+    hashed as they are written (LinesDigest: `chain` holds the running hashes of the lines the
+    version read before gave, if kept; with `keep_chain` the new lines' are returned).
 
     A container the adapter cannot read (a corrupt zstd frame, a file that is not SQLite, a
     document that is not JSON) becomes one quarantined line carrying the reason.
@@ -72,7 +65,7 @@ def snapshot_whole(file: SourceFile, dest: Path, workdir: Path, known: tuple[int
 
     adapter = adapters.get(file.source)
     to_lines = getattr(adapter, "to_lines", None)
-    digest = LinesDigest(known, chain, keep_chain)
+    digest = LinesDigest(chain, keep_chain)
     if file.container == "json" and to_lines is None:
         s = snap.snapshot_document(file.path, dest)
         digest.add(dest.read_bytes())

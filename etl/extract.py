@@ -259,18 +259,18 @@ def read_file(p: Planned, writer: BatchWriter, snapdir: Path, result: UnitResult
         if not whole_container:
             s = snap.snapshot_lines(p.file.path, p.start, dest)
         else:
-            s = snapshot_whole(p.file, dest, snapdir / f"{file_id}.copy", known,
+            s = snapshot_whole(p.file, dest, snapdir / f"{file_id}.copy",
                                prev.get("chain") if known else None, keep_chain=stand_alone)
     except (OSError, snap.NotRegularFile) as exc:
         result.skipped.append((str(p.file.path), reason(exc)))
         return None
-    if known is not None and s.known_end is not None and s.lines == known[0]:
+    if known == (s.lines, s.lines_hash):
         # the same lines as before (a write to a table not read, a document saved again):
         # nothing to load, only the new stat to remember
         dest.unlink()
         result.same.append(p)
         return None
-    action, skip, epoch, lines_read, versions = _what_loads(p, s, known is not None and stand_alone)
+    action, skip, epoch, lines_read, versions = _what_loads(p, s, stand_alone and bool(known and prev.get("chain")))
     ctx = FileContext(
         file_id=file_id,
         source=p.file.source,
@@ -308,7 +308,7 @@ def read_file(p: Planned, writer: BatchWriter, snapdir: Path, result: UnitResult
         "epoch": epoch,
         "tail_bytes": s.size - s.end,
         "lines_read": lines_read,
-        "prev_records": _kept_records(prev, action, s.common),
+        "prev_records": _kept_records(prev, action),
         "lines_hash": s.lines_hash or None,
         "chain": s.chain,
         "versions": versions,
@@ -321,14 +321,15 @@ def _what_loads(p: Planned, s: snap.Snapshot, compared: bool) -> tuple[str, int,
     """(action, bytes of the snapshot already loaded, epoch, lines before the first to load,
     the file's live loads as (epoch, first line)) for a file read; `compared` when its lines
     were compared with those it gave before, line by line (a whole container whose adapter's
-    SQL reads lines on their own)."""
+    SQL reads lines on their own, read before by this version). Without the comparison a
+    changed container loads again whole."""
     prev, action = p.prev, p.action
     versions = list(prev.get("versions") or []) if prev else []
     if action == "new":
         return "new", 0, 1, 0, []
-    if compared and s.known_end is not None:
+    if compared and s.common == prev["lines_read"]:
         # every line loaded before comes first again: the rest is appended
-        return "append", s.known_end, prev["epoch"], prev["lines_read"], versions
+        return "append", s.common_end, prev["epoch"], prev["lines_read"], versions
     if compared and s.common:
         # the first s.common lines are those loaded before: they stay where they are, and the
         # rest loads as a new epoch from the line after them
@@ -340,14 +341,10 @@ def _what_loads(p: Planned, s: snap.Snapshot, compared: bool) -> tuple[str, int,
     return action, 0, prev["epoch"], prev["lines_read"], versions        # a JSONL file appended
 
 
-def _kept_records(prev: dict | None, action: str, common: int) -> int:
-    """The file's records loaded before that stay live (for a replaced tail, estimated from
-    its share of the lines: only the chain stage's grouping reads it)."""
-    if not prev or action == "rewrite":
-        return 0
-    if action == "replace_tail":
-        return prev["records"] * common // max(prev["lines_read"], 1)
-    return prev["records"]
+def _kept_records(prev: dict | None, action: str) -> int:
+    """The file's records loaded before that stay live: all of them for an append, none for a
+    rewrite; for a replaced tail, session_parts.derive_kept counts them in the lake."""
+    return prev["records"] if prev and action not in ("rewrite", "replace_tail") else 0
 
 
 def live_lines(u: dict) -> tuple[tuple[int, int, int], ...]:

@@ -44,7 +44,6 @@ class Snapshot:
     #: lines of the version read before end, when they are the first lines again (else None)
     lines: int = 0
     lines_hash: str = ""
-    known_end: int | None = None
     common: int = 0             # first lines the same as the version read before's (by chain)
     common_end: int = 0
     chain: bytes | None = None  # running hash after each line, 8 bytes a line
