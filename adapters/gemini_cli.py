@@ -25,12 +25,18 @@ Layout handled (the store root is ``<home>/.gemini/tmp``):
 Why the op-log is read whole (container "json" + ``to_lines``), not incrementally: a later
 line changes what earlier lines mean. A message id written again replaces the earlier version
 (``Map.set``: last write wins, first position kept), a ``$rewindTo`` deletes the target and
-everything after it, and the session id lives only in the header. Rows already written for
-an earlier run cannot be revised, so every change of a file is replayed from its first line
-(a new epoch; earlier epochs stay in the archive). ``to_lines`` yields exactly one line per
-physical line, so line numbers stay the file's own and each row carries its original byte
-offset; a line that is not a JSON object is passed through unchanged and quarantined, and a
-line only DuckDB's more lenient reader accepts (a trailing comma) loads without replay facts.
+everything after it, and the session id lives only in the header. So every change of a file is
+replayed from its first line, and each line comes out with what the replay found about it
+(below). ``to_lines`` yields exactly one line per physical line, so line numbers stay the
+file's own and each row carries its original byte offset; a line that is not a JSON object is
+passed through unchanged and quarantined, and a line only DuckDB's more lenient reader accepts
+(a trailing comma) is wrapped with the file's facts but no replay facts of its own.
+
+Because every fact a row needs is on its own line, the SQL reads each line alone
+(``LINES_STAND_ALONE``): when the file grows, the lines whose text and facts are unchanged stay
+where they were loaded and only the rest is loaded again (etl/extract.py). Gemini CLI rewrites
+a message as it completes (its tool results, its tokens), which supersedes the earlier line,
+so a change usually loads from that line on, not the whole session.
 
 Each line is wrapped as ``{"cv": {...}, "line": "<original text>"}``; ``cv`` holds what the
 replay found, and the extraction SQL turns it into columns:
@@ -88,6 +94,7 @@ NAME = "gemini_cli"
 TITLE = "Gemini CLI"
 ENV_VARS = ("GEMINI_CLI_HOME",)
 EXTRACT = Extract(records="extract/gemini_cli__records", blocks="extract/gemini_cli__blocks")
+LINES_STAND_ALONE = True
 #: A legacy session document at least this big is read a message at a time.
 STREAM_BYTES = json_stream.STREAM_BYTES
 
@@ -290,12 +297,36 @@ def _oplog_lines(data: bytes, file: SourceFile) -> Iterator[bytes]:
             op = "unknown"
         ops.append(op)
     sid = header_id or session_id or file.path.stem
+    lenient = _LenientReader()
     for idx, ((offset, end), op) in enumerate(zip(lines, ops)):
         raw = data[offset:end]
         if op == "bad":
-            yield raw[:-1] if raw.endswith(b"\r") else raw  # not a JSON object: quarantined as is
+            text = _line_text(offset, raw)
+            if text is not None and lenient.is_object(text):
+                # a trailing comma, say: it loads, with the file's facts but no replay facts
+                yield _wrap(_cv(replay, idx, None, offset, sid, sidechain), text)
+            else:
+                yield raw[:-1] if raw.endswith(b"\r") else raw  # not a JSON object: quarantined as is
             continue
         yield _wrap(_cv(replay, idx, op, offset, sid, sidechain), _line_text(offset, raw))
+
+
+class _LenientReader:
+    """Whether DuckDB, which parses the lines, reads a text Python's parser refused as a JSON
+    object. Asked only of such lines (none, in files Gemini CLI wrote), with the same test the
+    loader applies to every line, so the two can never disagree."""
+
+    def __init__(self) -> None:
+        self._con = None
+
+    def is_object(self, text: str) -> bool:
+        if self._con is None:
+            from convarch.etl.duck import connect
+
+            self._con = connect()
+        row = self._con.execute(
+            "select case when json_valid($1) then json_type($1) = 'OBJECT' else false end", [text]).fetchone()
+        return bool(row and row[0])
 
 
 def _line_text(offset: int, raw: bytes) -> str | None:
@@ -309,7 +340,7 @@ def _line_text(offset: int, raw: bytes) -> str | None:
         return None
 
 
-def _cv(replay: _Replay, idx: int, op: str, offset: int | None, sid: str, sidechain: bool) -> dict:
+def _cv(replay: _Replay, idx: int, op: str | None, offset: int | None, sid: str, sidechain: bool) -> dict:
     state = None
     if idx in replay.superseded:
         state = "superseded"

@@ -5,10 +5,12 @@ Three stores, each about `mb` megabytes: a Cline task whose API history (one JSO
 grows by two messages, then has its last message rewritten and one more added; a goose
 sessions.db that gets a row in a table convarch does not read (goose's own recipes, a WAL
 checkpoint and the like change the files, not the lines); and a Cursor state.vscdb whose
-latest chat gains a bubble (its bubble and its chat's row written, as Cursor does). Each pick-up is timed against the
-same store read again whole in the same run, after a change to its first line (which must
-load everything again, as every rewrite did before), and the lake's growth is shown beside
-the size of its first load.
+latest chat gains a bubble (its bubble and its chat's row written, as Cursor does); and a Gemini
+CLI op-log, which is appended to but replayed whole, whose next turn is a question and an
+answer written twice (in progress, then complete, which supersedes the first line). Each
+pick-up is timed against the same store read again whole in the same run, after a change to
+its first line (which must load everything again, as every rewrite did before), and the
+lake's growth is shown beside the size of its first load.
 """
 from __future__ import annotations
 
@@ -124,6 +126,41 @@ def _cursor_bubble(path: Path, cid: str, bid: str, text: str) -> None:
     con.close()
 
 
+GEMINI_SESSION = "5d1c2b3a-7f0e-4c55-9a41-2b8e6d0c1f37"
+
+
+def _gemini_turn(rng: random.Random, i: int, answer: str | None = None) -> list[dict]:
+    """A user question, then the answer as Gemini CLI writes it: in progress, then again
+    complete with its tool call's result and tokens (the same id, which supersedes it)."""
+    t = f"2026-05-01T10:{i // 60 % 60:02d}:{i % 60:02d}.000Z"
+    call = {"id": f"call-{i}", "name": "run_shell_command", "args": {"command": f"make test {i}"},
+            "status": "executing", "timestamp": t}
+    done = dict(call, status="success", result=[{"functionResponse": {
+        "id": f"call-{i}", "name": "run_shell_command",
+        "response": {"output": _words(rng, int(rng.lognormvariate(7, 1)))}}}])
+    reply = {"id": f"g-{i}", "timestamp": t, "type": "gemini", "content": "", "toolCalls": [call]}
+    return [{"id": f"u-{i}", "timestamp": t, "type": "user", "content": [{"text": answer or _words(rng, 20)}]},
+            reply,
+            dict(reply, content=_words(rng, 30), toolCalls=[done],
+                 tokens={"input": 1000 + i, "output": 50, "cached": 0, "thoughts": 0, "tool": 0, "total": 1050 + i})]
+
+
+def gemini_log(path: Path, mb: int, seed: int = 8) -> None:
+    rng = random.Random(seed)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    header = {"sessionId": GEMINI_SESSION, "projectHash": "f" * 64, "startTime": "2026-05-01T10:00:00.000Z",
+              "lastUpdated": "2026-05-01T10:00:00.000Z", "kind": "main"}
+    size, i = 0, 0
+    with open(path, "w") as fh:
+        fh.write(json.dumps(header) + "\n")
+        while size < mb * 1e6:
+            for r in _gemini_turn(rng, i):
+                line = json.dumps(r) + "\n"
+                fh.write(line)
+                size += len(line)
+            i += 1
+
+
 def rewrites(script: str, work: Path, mb: int) -> dict:
     """Both stores: first load, the cheap pick-up, and the same store read again whole."""
     out = {}
@@ -201,11 +238,34 @@ def rewrites(script: str, work: Path, mb: int) -> dict:
                                  "lake_growth_mb": round((chat_lake - lake) / 1e6, 2),
                                  "whole_seconds": round(whole["seconds"], 2), "whole_records": whole["records"],
                                  "ratio_to_whole": round(chat["seconds"] / whole["seconds"], 3)}
+
+    root = work / "gemini"
+    log = root / "tmp" / "bench" / "chats" / "session-2026-05-01T10-00-5d1c2b3a.jsonl"
+    gemini_log(log, mb)
+    db = work / "wh-gemini" / "convarch.duckdb"
+    first = _ingest(script, db, "gemini_cli", root)
+    lake = lake_bytes(db)
+    with open(log, "a") as fh:
+        for r in _gemini_turn(random.Random(9), 100_000, "and the zebrafish flag?"):
+            fh.write(json.dumps(r) + "\n")
+    turn = _ingest(script, db, "gemini_cli", root)
+    turn_lake = lake_bytes(db)
+    lines = log.read_text().splitlines(keepends=True)
+    header = json.loads(lines[0])
+    header["summary"] = "bench session"
+    log.write_text(json.dumps(header) + "\n" + "".join(lines[1:]))
+    whole = _ingest(script, db, "gemini_cli", root)
+    out["gemini_turn"] = {"mb": round(log.stat().st_size / 1e6, 1), "lines": len(lines),
+                          "first_seconds": round(first["seconds"], 2), "first_lake_mb": round(lake / 1e6, 1),
+                          "seconds": round(turn["seconds"], 2), "records": turn["records"],
+                          "lake_growth_mb": round((turn_lake - lake) / 1e6, 2),
+                          "whole_seconds": round(whole["seconds"], 2), "whole_records": whole["records"],
+                          "ratio_to_whole": round(turn["seconds"] / whole["seconds"], 3)}
     return out
 
 
 def report(res: dict) -> str:
-    c, g, u = res["cline_grown"], res["goose_same_lines"], res["cursor_latest_chat"]
+    c, g, u, m = res["cline_grown"], res["goose_same_lines"], res["cursor_latest_chat"], res["gemini_turn"]
     return "\n".join([
         "rewritten stores  a store read again after a change, against the same store read again whole in this run",
         f"  Cline history   {c['mb']} MB, {c['messages']} messages, 2 appended: {c['seconds']} s, {c['records']} records, "
@@ -219,6 +279,9 @@ def report(res: dict) -> str:
         f"  Cursor store    {u['mb']} MB, a bubble in the latest chat: {u['seconds']} s, {u['records']} records, "
         f"lake +{u['lake_growth_mb']} MB (first load {u['first_seconds']} s, {u['first_lake_mb']} MB); "
         f"the oldest chat taken up again (all from its place on) {u['whole_seconds']} s -> ratio {u['ratio_to_whole']}",
+        f"  Gemini op-log   {m['mb']} MB, {m['lines']} lines, a turn appended (its answer written twice): "
+        f"{m['seconds']} s, {m['records']} records, lake +{m['lake_growth_mb']} MB (first load {m['first_seconds']} s, "
+        f"{m['first_lake_mb']} MB); read whole {m['whole_seconds']} s -> ratio {m['ratio_to_whole']}",
     ])
 
 

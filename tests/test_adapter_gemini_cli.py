@@ -241,7 +241,7 @@ def test_checkpoint_replaces_the_message_list(tmp_path):
     assert live_chain(db, HEADER["sessionId"]) == ["u1", "g1", "u2", "g2", "u3"]
 
 
-def test_growing_file_is_replayed_whole_and_rewrites_supersede_across_runs(tmp_path):
+def test_growing_file_is_replayed_and_rewrites_supersede_across_runs(tmp_path):
     call = {"id": "c1", "name": "read_file", "args": {"absolute_path": "/home/demo/a.txt"}, "status": "executing",
             "timestamp": "2026-05-01T10:00:02.500Z"}
     first = [HEADER, msg("u1", "user", "read a.txt", 1), msg("g1", "gemini", "", 2, toolCalls=[call])]
@@ -258,8 +258,12 @@ def test_growing_file_is_replayed_whole_and_rewrites_supersede_across_runs(tmp_p
                   msg("g2", "gemini", "a.txt says hello", 4)):
             fh.write(json.dumps(r).encode() + b"\n")
     again = run(db, home)
-    assert again.records_added == 6
+    # the replay finds g1's first line superseded: that line and the new ones load, the
+    # header and u1 stay as they were loaded
+    assert again.records_added == 4
     assert scalar(db, "select count(*) from stg_records") == 6
+    assert rows(db, "select line_no, file_epoch from stg_records order by line_no") == [
+        (1, 1), (2, 1), (3, 2), (4, 2), (5, 2), (6, 2)]
     assert rows(db, "select line_no, kind from stg_records where message_id = 'g1' order by line_no") == [
         (3, "superseded"), (4, "tool_use")]
     assert scalar(db, "select count(*) from messages") == 3

@@ -144,24 +144,82 @@ def test_sqlite_writes_that_change_no_line_load_nothing(tmp_path):
 
 
 def test_an_adapter_whose_sql_reads_across_lines_loads_a_grown_document_whole(tmp_path):
-    # Gemini CLI's SQL looks across a session's lines (a line the replay could not read takes
-    # the session id of the others), so new lines alone would not load as the whole file does
-    from convarch.adapters import gemini_cli
+    # Grok Build's SQL looks across a log's lines (a run of chunks is one message, told by the
+    # line before), so new lines alone would not load as the whole file does
+    from convarch.adapters import grok_build
 
+    root = tmp_path / "grok"
+    shutil.copytree(REPO / "fixtures" / "grok_build" / "contract", root)
+    log = next(root.rglob("updates.jsonl"))
+    db = tmp_path / "inc" / "convarch.duckdb"
+    run(db, grok_build, root)
+    n = scalar(db, "select count(*) from stg_records where source_file = ?", [str(log)])
+    last = json.loads(log.read_text().splitlines()[-1])
+    last["params"]["update"]["content"]["text"] = " And the zebrafish flag."
+    with open(log, "a") as fh:
+        fh.write(json.dumps(last) + "\n")
+    s = run(db, grok_build, root)
+    assert (s.files_changed, s.records_added) == (1, n + 1)
+    assert rows(db, "select distinct file_epoch from stg_records where source_file = ?", [str(log)]) == [(2,)]
+    same_as_fresh(db, grok_build, root, tmp_path)
+
+
+def gemini_oplog(tmp_path: Path) -> tuple[Path, Path]:
     root = tmp_path / "gemini"
     shutil.copytree(REPO / "fixtures" / "gemini_cli" / "contract", root)
-    doc_path = next(root.rglob("session-*.json"))
+    return root, max(root.rglob("session-*.jsonl"), key=lambda p: p.stat().st_size)
+
+
+def test_a_gemini_op_log_as_its_session_goes_on_loads_from_its_first_changed_line(tmp_path):
+    # Gemini CLI appends to its op-log, but a line can change what an earlier line means: a
+    # message written again supersedes its earlier line, a rewind takes messages out. The
+    # replay's facts are on each line, so those earlier lines change too and load again;
+    # the lines before the first of them stay where they were loaded
+    from convarch.adapters import gemini_cli
+
+    root, log = gemini_oplog(tmp_path)
     db = tmp_path / "inc" / "convarch.duckdb"
     run(db, gemini_cli, root)
-    doc = json.loads(doc_path.read_text())
-    n = scalar(db, "select count(*) from stg_records where source_file = ?", [str(doc_path)])
-    doc["messages"].append({"id": "zz-new", "type": "user", "timestamp": "2026-02-20T15:00:00Z",
-                            "content": "and the zebrafish flag?"})
-    doc_path.write_text(json.dumps(doc))
+    n = scalar(db, "select count(*) from stg_records where source_file = ?", [str(log)])
+    sid = scalar(db, "select any_value(session_id) from stg_records where source_file = ?", [str(log)])
+    last_id = scalar(db, "select message_id from stg_records where source_file = ? and message_id is not null "
+                         "order by line_no desc limit 1", [str(log)])
+
+    def append(*records) -> None:
+        with open(log, "a") as fh:
+            for r in records:
+                fh.write(json.dumps(r) + "\n")
+
+    ask = {"id": "zz-ask", "timestamp": "2026-05-02T10:00:00.000Z", "type": "user", "content": "and the zebrafish flag?"}
+    answer = {"id": "zz-answer", "timestamp": "2026-05-02T10:00:05.000Z", "type": "gemini", "content": "thinking"}
+    append(ask, answer)
     s = run(db, gemini_cli, root)
-    assert (s.files_changed, s.records_added) == (1, n + 1)
-    assert rows(db, "select distinct file_epoch from stg_records where source_file = ?", [str(doc_path)]) == [(2,)]
-    same_as_fresh(db, gemini_cli, root, tmp_path)
+    assert (s.files_changed, s.records_added) == (1, 2)
+    same_as_fresh(db, gemini_cli, root, tmp_path / "fresh1")
+
+    # the answer completes: written again, it supersedes the line just loaded, and only the
+    # lines from that one on load again
+    append(dict(answer, content="use --zebrafish", tokens={"input": 9, "output": 3, "cached": 0, "total": 12}),
+           {"$set": {"lastUpdated": "2026-05-02T10:00:06.000Z"}})
+    s = run(db, gemini_cli, root)
+    assert (s.files_changed, s.records_added) == (1, 3)
+    assert rows(db, "select kind from stg_records where message_id = 'zz-answer' order by line_no") == [
+        ("superseded",), ("response",)]
+    same_as_fresh(db, gemini_cli, root, tmp_path / "fresh2")
+
+    # a rewind to the question takes it and what follows out of the conversation: the lines
+    # of both messages change (they are now rewound), so they load again, the rest stays
+    append({"$rewindTo": "zz-ask"})
+    s = run(db, gemini_cli, root)
+    assert s.records_added == 5
+    same_as_fresh(db, gemini_cli, root, tmp_path / "fresh3")
+    assert scalar(db, "select count(*) from stg_records where source_file = ?", [str(log)]) == n + 5
+    # the first load's lines are all still live (the first two new lines were an append to
+    # it); every later line is the last load's, the third version of the file
+    assert rows(db, "select file_epoch, count(*) from stg_records where source_file = ? group by 1 order by 1",
+                [str(log)]) == [(1, n), (3, 5)]
+    assert scalar(db, "select count(distinct session_id) from stg_records where source_file = ?", [str(log)]) == 1
+    assert sid and last_id
 
 
 def test_a_grown_history_appended_over_several_runs_matches_a_fresh_load(tmp_path):

@@ -163,8 +163,7 @@ classified as (
 final as (
     select
         f.source,
-        coalesce(c.cv_session_id, max(c.cv_session_id) over (partition by c.file_id), f.file_stem)
-            as session_id,
+        coalesce(c.cv_session_id, f.file_stem) as session_id,
         f.parent_session_hint as parent_session_id,
         c.file_id,
         f.file_epoch,
