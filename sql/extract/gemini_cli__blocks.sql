@@ -3,12 +3,17 @@
 -- input: records_batch (the output of gemini_cli__records); its `content` is
 --        {"parts": [Part...], "thoughts": [...], "toolCalls": [...]} for every message that is
 --        not a superseded version, null otherwise
-with records as (
+-- Memory: DuckDB holds a few times each vector's bytes per operator, and tool output is most of
+-- a batch's bytes, so copies of it are kept few. The records query hands each message's content
+-- over parsed, as typed lists, each unnested beside its subscripts (a second unnest of
+-- range(json_array_length(...)) parsed the JSON again inside the unnest); `records` is read
+-- three times but never materialized (its copy of every message's content, beside the three
+-- readers', ran a worker out of memory on 16 MB of a session's lines); `call_outputs`, read
+-- twice, is materialized once it holds only what the blocks need.
+with records as not materialized (
     select
         source, session_id, file_id, file_epoch, line_no, message_id, month,
-        json_extract(content, '$.parts') as parts,
-        json_extract(content, '$.thoughts') as thoughts,
-        json_extract(content, '$.toolCalls') as tool_calls
+        content as msg
     from records_batch
     where content is not null
 ),
@@ -16,10 +21,10 @@ with records as (
 thought_rows as (
     select
         source, session_id, file_id, file_epoch, line_no, message_id, month,
-        unnest(json_transform(thoughts, '[{"subject": "VARCHAR", "description": "VARCHAR"}]')) as t,
-        unnest(range(json_array_length(thoughts)::bigint)) as i
+        unnest(msg.thoughts) as t,
+        generate_subscripts(msg.thoughts, 1) - 1 as i
     from records
-    where json_type(thoughts) = 'ARRAY'
+    where msg.thoughts is not null
 ),
 
 thought_blocks as (
@@ -42,17 +47,10 @@ thought_blocks as (
 part_rows as (
     select
         source, session_id, file_id, file_epoch, line_no, message_id, month,
-        unnest(json_transform(parts, '[{
-            "text": "VARCHAR", "thought": "BOOLEAN",
-            "functionCall": {"id": "VARCHAR", "name": "VARCHAR", "args": "JSON"},
-            "functionResponse": {"id": "VARCHAR", "name": "VARCHAR", "response": "JSON"},
-            "inlineData": {"mimeType": "VARCHAR", "data": "VARCHAR"},
-            "fileData": {"mimeType": "VARCHAR", "fileUri": "VARCHAR"},
-            "executableCode": "JSON", "codeExecutionResult": "JSON"
-        }]')) as p,
-        unnest(range(json_array_length(parts)::bigint)) as i
+        unnest(msg.parts) as p,
+        generate_subscripts(msg.parts, 1) - 1 as i
     from records
-    where json_type(parts) = 'ARRAY'
+    where msg.parts is not null
 ),
 
 part_blocks as (
@@ -98,46 +96,62 @@ part_blocks as (
 call_rows as (
     select
         source, session_id, file_id, file_epoch, line_no, message_id, month,
-        unnest(json_transform(tool_calls, '[{
-            "id": "VARCHAR", "name": "VARCHAR", "args": "JSON",
-            "result": "JSON", "status": "VARCHAR"
-        }]')) as c,
-        unnest(range(json_array_length(tool_calls)::bigint)) as i
+        unnest(msg.toolCalls) as c,
+        generate_subscripts(msg.toolCalls, 1) - 1 as i
     from records
-    where json_type(tool_calls) = 'ARRAY'
+    where msg.toolCalls is not null
 ),
 
--- a call's result: PartListUnion, normally [{"functionResponse": {"id", "name", "response"}}]
+-- a call's result: PartListUnion, normally [{"functionResponse": {"id", "name", "response"}}],
+-- else one Part or a string. Each part is parsed once for its text and response, the response
+-- once more for its output and error (kept as JSON, so a string is told from the rest); a JSON
+-- null output or error counts as none, as Gemini CLI never writes one. Each step keeps only
+-- what the next needs.
 call_results as (
     select
-        *,
-        case json_type(c.result)
-            when 'VARCHAR' then [json_object('text', json_extract_string(c.result, '$'))]
-            when 'ARRAY' then json_extract(c.result, '$[*]')
-            when 'OBJECT' then [c.result]
-        end as result_parts
+        source, session_id, file_id, file_epoch, line_no, message_id, month, i,
+        c.id as call_id,
+        c.name as tool_name,
+        c.args as tool_input,
+        c.status,
+        list_transform(
+            case
+                when starts_with(c.result, '[') then json_transform(c.result, '["JSON"]')
+                when starts_with(c.result, '{') or starts_with(c.result, '"') then [c.result]
+            end,
+            lambda r: {
+                'part': r,
+                'f': json_transform(r, '{"text": "JSON", "functionResponse": {"response": "JSON"}}')
+            }) as parts
     from call_rows
 ),
 
-call_outputs as (
+call_responses as (
     select
-        *,
-        list_transform(result_parts, lambda r: case
-            when json_type(json_extract(r, '$.functionResponse.response.output')) = 'VARCHAR'
-                then json_extract_string(r, '$.functionResponse.response.output')
-            when json_extract(r, '$.functionResponse.response.output') is not null
-                then json_extract(r, '$.functionResponse.response.output')::varchar
-            when json_type(json_extract(r, '$.functionResponse.response.error')) = 'VARCHAR'
-                then json_extract_string(r, '$.functionResponse.response.error')
-            when json_type(json_extract(r, '$.text')) = 'VARCHAR'
-                then json_extract_string(r, '$.text')
-            when json_type(r) = 'VARCHAR' then json_extract_string(r, '$')
-            when json_extract(r, '$.functionResponse.response') is not null
-                then json_extract(r, '$.functionResponse.response')::varchar
-        end) as outputs,
-        list_filter(result_parts, lambda r:
-            json_extract(r, '$.functionResponse.response.error') is not null) as errors
+        * exclude (parts),
+        list_transform(parts, lambda x: {
+            'part': x.part,
+            'text': x.f.text,
+            'response': x.f.functionResponse.response,
+            'r': json_transform(x.f.functionResponse.response, '{"output": "JSON", "error": "JSON"}')
+        }) as result_parts
     from call_results
+),
+
+call_outputs as materialized (
+    select
+        * exclude (result_parts),
+        result_parts is not null as has_result,
+        nullif(array_to_string(list_filter(list_transform(result_parts, lambda x: case
+            when starts_with(x.r.output, '"') then json_extract_string(x.r.output, '$')
+            when x.r.output is not null then x.r.output::varchar
+            when starts_with(x.r.error, '"') then json_extract_string(x.r.error, '$')
+            when starts_with(x.text, '"') then json_extract_string(x.text, '$')
+            when starts_with(x.part, '"') then json_extract_string(x.part, '$')
+            when x.response is not null then x.response::varchar
+        end), lambda o: o is not null), chr(10)), '') as output_text,
+        coalesce(len(list_filter(result_parts, lambda x: x.r.error is not null)), 0) > 0 as has_error
+    from call_responses
 ),
 
 call_blocks as (
@@ -147,9 +161,9 @@ call_blocks as (
         i * 2 as ord,
         'tool_use' as block_type,
         null::varchar as text,
-        c.id as call_id,
-        c.name as tool_name,
-        c.args as tool_input,
+        call_id,
+        tool_name,
+        tool_input,
         null::varchar as output_text,
         null::boolean as is_error,
         null::varchar as media_type,
@@ -164,15 +178,15 @@ call_blocks as (
         i * 2 + 1 as ord,
         'tool_result' as block_type,
         null::varchar as text,
-        c.id as call_id,
-        c.name as tool_name,
+        call_id,
+        tool_name,
         null::json as tool_input,
-        nullif(array_to_string(list_filter(outputs, lambda o: o is not null), chr(10)), '') as output_text,
-        coalesce(c.status in ('error', 'cancelled'), false) or len(errors) > 0 as is_error,
+        output_text,
+        coalesce(status in ('error', 'cancelled'), false) or has_error as is_error,
         null::varchar as media_type,
         null::bigint as data_chars
     from call_outputs
-    where result_parts is not null
+    where has_result
 ),
 
 all_blocks as (

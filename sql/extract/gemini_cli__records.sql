@@ -40,7 +40,11 @@ parsed as (
                 "input": "BIGINT", "output": "BIGINT", "cached": "BIGINT",
                 "thoughts": "BIGINT", "tool": "BIGINT", "total": "BIGINT"
             },
-            "toolCalls": "JSON", "thoughts": "JSON",
+            "toolCalls": [{
+                "id": "VARCHAR", "name": "VARCHAR", "args": "JSON",
+                "result": "JSON", "status": "VARCHAR"
+            }],
+            "thoughts": [{"subject": "VARCHAR", "description": "VARCHAR"}],
             "sessionId": "VARCHAR", "startTime": "VARCHAR", "start_time": "VARCHAR",
             "kind": "VARCHAR", "directories": "VARCHAR[]", "summary": "VARCHAR",
             "$set": {
@@ -89,8 +93,8 @@ normalized as (
                     then json_object('text', json_extract_string(p, '$')) else p end))
             when 'OBJECT' then json_array(j.displayContent)
         end as display_json,
-        case when json_type(j.toolCalls) = 'ARRAY' then j.toolCalls end as tool_calls,
-        case when json_type(j.thoughts) = 'ARRAY' then j.thoughts end as thoughts
+        j.toolCalls as tool_calls,     -- null unless a list
+        j.thoughts as thoughts
     from ops
 ),
 
@@ -99,7 +103,11 @@ part_facts as (
         *,
         json_transform(parts_json, '[{
             "text": "VARCHAR", "thought": "BOOLEAN",
-            "functionCall": "JSON", "functionResponse": "JSON"
+            "functionCall": {"id": "VARCHAR", "name": "VARCHAR", "args": "JSON"},
+            "functionResponse": {"id": "VARCHAR", "name": "VARCHAR", "response": "JSON"},
+            "inlineData": {"mimeType": "VARCHAR", "data": "VARCHAR"},
+            "fileData": {"mimeType": "VARCHAR", "fileUri": "VARCHAR"},
+            "executableCode": "JSON", "codeExecutionResult": "JSON"
         }]') as pl,
         json_transform(display_json, '[{"text": "VARCHAR", "thought": "BOOLEAN"}]') as dl
     from normalized
@@ -117,8 +125,8 @@ typed as (
         coalesce(len(list_filter(pl, lambda x: x.functionResponse is not null)), 0) as n_responses,
         coalesce(len(list_filter(pl, lambda x: x.functionCall is not null)), 0) as n_calls,
         coalesce(len(list_filter(pl, lambda x: coalesce(x.thought, false))), 0) as n_thought_parts,
-        coalesce(json_array_length(tool_calls), 0) as n_tool_calls,
-        coalesce(json_array_length(thoughts), 0) as n_thoughts,
+        coalesce(len(tool_calls), 0) as n_tool_calls,
+        coalesce(len(thoughts), 0) as n_thoughts,
         case
             when op <> 'message' or state = 'superseded' then null
             when msg_type = 'user' then 'user'
@@ -209,9 +217,9 @@ final as (
         case when c.role is not null then c.j.tokens.output end as output_tokens,
         null::bigint as cache_creation_tokens,
         case when c.role is not null then c.j.tokens.cached end as cache_read_tokens,
-        case when c.role is not null then json_object(
-            'parts', c.parts_json, 'thoughts', c.thoughts, 'toolCalls', c.tool_calls
-        ) end as content,
+        -- the parsed lists, for gemini_cli__blocks; not stored
+        case when c.role is not null then {'parts': c.pl, 'thoughts': c.thoughts, 'toolCalls': c.tool_calls}
+        end as content,
         c.raw,
         c.kind,
         case
