@@ -14,7 +14,12 @@
 --   error}}, file{mime,url}, and bookkeeping parts (step-start, step-finish, patch…).
 -- * XML-era calls derived by to_lines: tool_use{id "xml:…", xml} and tool_result markers
 --   {tool_use_id, xml, from, to, is_error} whose output is the message's text blocks from..to.
-with exploded as (
+--
+-- Memory: tool output is most of a batch's bytes and DuckDB holds a few times each vector's
+-- bytes per operator, so the message is parsed once, its list unnested beside its subscripts
+-- (a second unnest of range(json_array_length(content)) parsed it again), and the whole
+-- message leaves the rows before the window below, which would have held it once per block.
+with parsed as (
     select
         source,
         session_id,
@@ -23,8 +28,7 @@ with exploded as (
         line_no,
         message_id,
         month,
-        content,
-        unnest(json_transform(content, '[{
+        json_transform(content, '[{
             "type": "VARCHAR", "text": "VARCHAR", "thinking": "VARCHAR", "prompt": "VARCHAR",
             "id": "VARCHAR", "name": "VARCHAR", "input": "JSON",
             "tool_use_id": "VARCHAR", "function_id": "VARCHAR",
@@ -36,10 +40,24 @@ with exploded as (
             "source": {"media_type": "VARCHAR", "data": "VARCHAR", "url": "VARCHAR"},
             "mediaType": "VARCHAR", "mime": "VARCHAR", "media_type": "VARCHAR",
             "data": "VARCHAR", "image": "VARCHAR", "url": "VARCHAR"
-        }]')) as b,
-        unnest(range(json_array_length(content)::bigint)) as part_index
+        }]') as bl           -- null unless the content is a list
     from records_batch
-    where json_type(content) = 'ARRAY'
+),
+
+exploded as (
+    select
+        source,
+        session_id,
+        file_id,
+        file_epoch,
+        line_no,
+        message_id,
+        month,
+        bl,
+        unnest(bl) as b,
+        generate_subscripts(bl, 1) - 1 as part_index
+    from parsed
+    where bl is not null
 ),
 
 -- an OpenCode tool part yields its call and, once it has one, its result
@@ -54,7 +72,7 @@ split as (
 
 typed as (
     select
-        *,
+        * exclude (bl),
         case
             when sub = 1 then 'tool_result'
             when b.type is null then 'unknown'
@@ -65,7 +83,13 @@ typed as (
             else replace(b.type, '-', '_')
         end as block_type,
         json_type(b.output) as output_type,
-        b.output ->> '$.type' as output_kind
+        b.output ->> '$.type' as output_kind,
+        -- XML era: the text blocks after the "[tool] Result:" header
+        case when b.xml then nullif(array_to_string(list_transform(
+            list_filter(
+                list_slice(bl, b."from" + 1, b."to"),
+                lambda x: x.type = 'text' and x.text not like '<environment_details>%'),
+            lambda x: x.text), chr(10)), '') end as xml_output
     from split
 ),
 
@@ -101,13 +125,7 @@ final as (
                     else b.state.error::varchar end
             when sub = 1 and json_type(b.state.output) = 'VARCHAR' then b.state.output ->> '$'
             when sub = 1 then b.state.output::varchar
-            -- XML era: the text blocks after the "[tool] Result:" header
-            when b.xml then nullif(array_to_string(list_transform(
-                list_filter(
-                    list_slice(json_transform(content, '[{"type": "VARCHAR", "text": "VARCHAR"}]'),
-                               b."from" + 1, b."to"),
-                    lambda x: x.type = 'text' and x.text not like '<environment_details>%'),
-                lambda x: x.text), chr(10)), '')
+            when b.xml then xml_output
             -- Anthropic
             when json_type(b.content) = 'VARCHAR' then b.content ->> '$'
             when json_type(b.content) = 'ARRAY' then array_to_string(

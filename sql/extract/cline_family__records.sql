@@ -104,9 +104,9 @@ contents as (
 blocks_of as (
     select
         *,
-        case when json_type(content) = 'ARRAY' then json_transform(content, '[{
+        json_transform(content, '[{
             "type": "VARCHAR", "text": "VARCHAR", "synthetic": "BOOLEAN", "ignored": "BOOLEAN"
-        }]') end as bl
+        }]') as bl           -- null unless the content is a list
     from contents
 ),
 
@@ -236,7 +236,7 @@ typed as (
             when t.fam = 'oc_session' then nullif(t.j.title, '')
             when t.fam = 'oc_part' and t.d.type = 'text' then t.d.text
             when t.fam not in ('api', 'sdk', 'oc_message') then null
-            when json_type(t.d.content) = 'VARCHAR' then t.d.content ->> '$'
+            when starts_with(t.d.content, '"') then t.d.content ->> '$'     -- a string (not parsed again)
             -- kilo.db: what the user typed (text parts the agent did not add), else all of them
             when t.fam = 'oc_message'
                 and len(list_filter(t.text_blocks, lambda x: not coalesce(x.synthetic, false))) > 0
