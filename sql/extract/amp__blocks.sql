@@ -4,16 +4,11 @@
 --        array for every message, null otherwise
 -- A tool_result block is {toolUseID, run: {status, result | error | reason | progress}}; Amp
 -- itself sends status 'error', 'cancelled' and 'rejected-by-user' to the model as errors.
-with exploded as (
-    select
-        source,
-        session_id,
-        file_id,
-        file_epoch,
-        line_no,
-        message_id,
-        month,
-        unnest(json_transform(content, '[{
+with exploded_parsed as (
+    -- each list parsed once (null unless `content` is a list) and unnested below beside its
+    -- subscripts: unnesting range(json_array_length(...)) too parsed it again, and a batch
+    -- of long tool output then took several times its bytes
+    select *, json_transform(content, '[{
             "type": "VARCHAR", "text": "VARCHAR", "thinking": "VARCHAR",
             "id": "VARCHAR", "name": "VARCHAR", "input": "JSON",
             "toolUseID": "VARCHAR", "tool_use_id": "VARCHAR",
@@ -22,10 +17,23 @@ with exploded as (
             "content": "JSON", "is_error": "BOOLEAN",
             "summary": {"type": "VARCHAR", "summary": "VARCHAR", "thread": "VARCHAR"},
             "source": {"media_type": "VARCHAR", "mediaType": "VARCHAR", "data": "VARCHAR"}
-        }]')) as b,
-        unnest(range(json_array_length(content)::bigint)) as block_index
+        }]') as content_list
     from records_batch
-    where json_type(content) = 'ARRAY'
+),
+
+exploded as (
+    select
+        source,
+        session_id,
+        file_id,
+        file_epoch,
+        line_no,
+        message_id,
+        month,
+        unnest(content_list) as b,
+        generate_subscripts(content_list, 1) - 1 as block_index
+    from exploded_parsed
+    where content_list is not null
 ),
 
 -- a JSON value as readable text: a string as is, an object's `output` (else the JSON text)

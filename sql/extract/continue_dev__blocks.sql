@@ -44,14 +44,22 @@ string_blocks as (
     where json_type(body) = 'VARCHAR' and body ->> '$' <> '' and role is distinct from 'tool'
 ),
 
+part_rows_parsed as (
+    -- each list parsed once (null unless `body` is a list) and unnested below beside its
+    -- subscripts: unnesting range(json_array_length(...)) too parsed it again, and a batch
+    -- of long tool output then took several times its bytes
+    select *, json_transform(body, '[{"type": "VARCHAR", "text": "VARCHAR",
+            "imageUrl": {"url": "VARCHAR"}}]') as body_list
+    from records
+),
+
 part_rows as (
     select
-        *,
-        unnest(json_transform(body, '[{"type": "VARCHAR", "text": "VARCHAR",
-            "imageUrl": {"url": "VARCHAR"}}]')) as p,
-        unnest(range(json_array_length(body)::bigint)) as i
-    from records
-    where json_type(body) = 'ARRAY' and role is distinct from 'tool'
+        * exclude (body_list),
+        unnest(body_list) as p,
+        generate_subscripts(body_list, 1) - 1 as i
+    from part_rows_parsed
+    where body_list is not null and role is distinct from 'tool'
 ),
 
 part_blocks as (
@@ -72,26 +80,42 @@ part_blocks as (
     from part_rows
 ),
 
+call_rows_parsed as (
+    -- each list parsed once (null unless `tool_calls` is a list) and unnested below beside its
+    -- subscripts: unnesting range(json_array_length(...)) too parsed it again, and a batch
+    -- of long tool output then took several times its bytes
+    select *, json_transform(tool_calls, '[{"id": "VARCHAR",
+            "function": {"name": "VARCHAR", "arguments": "JSON"}}]') as tool_calls_list
+    from records
+),
+
 call_rows as (
     select
         *,
-        unnest(json_transform(tool_calls, '[{"id": "VARCHAR",
-            "function": {"name": "VARCHAR", "arguments": "JSON"}}]')) as c,
-        unnest(range(json_array_length(tool_calls)::bigint)) as i
+        unnest(tool_calls_list) as c,
+        generate_subscripts(tool_calls_list, 1) - 1 as i
+    from call_rows_parsed
+    where tool_calls_list is not null
+),
+
+state_rows_parsed as (
+    -- each list parsed once (null unless `states` is a list) and unnested below beside its
+    -- subscripts: unnesting range(json_array_length(...)) too parsed it again, and a batch
+    -- of long tool output then took several times its bytes
+    select *, json_transform(states, '[{"toolCallId": "VARCHAR", "status": "VARCHAR",
+            "toolCall": {"id": "VARCHAR", "function": {"name": "VARCHAR", "arguments": "JSON"}},
+            "output": [{"name": "VARCHAR", "content": "VARCHAR"}],
+            "resultInHistory": "BOOLEAN", "callInMessage": "BOOLEAN"}]') as states_list
     from records
-    where json_type(tool_calls) = 'ARRAY'
 ),
 
 state_rows as (
     select
         *,
-        unnest(json_transform(states, '[{"toolCallId": "VARCHAR", "status": "VARCHAR",
-            "toolCall": {"id": "VARCHAR", "function": {"name": "VARCHAR", "arguments": "JSON"}},
-            "output": [{"name": "VARCHAR", "content": "VARCHAR"}],
-            "resultInHistory": "BOOLEAN", "callInMessage": "BOOLEAN"}]')) as s,
-        unnest(range(json_array_length(states)::bigint)) as i
-    from records
-    where json_type(states) = 'ARRAY'
+        unnest(states_list) as s,
+        generate_subscripts(states_list, 1) - 1 as i
+    from state_rows_parsed
+    where states_list is not null
 ),
 
 -- a call is a message's toolCalls[] entry, or a toolCallStates entry no message carries

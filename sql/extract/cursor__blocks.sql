@@ -2,7 +2,19 @@
 -- input: records_batch (the output of cursor__records, whose `content` is already the
 --        normalized block list {type, text, id, name, input, output, is_error, media_type,
 --        data_chars}: a desktop bubble's tool call and its result are two blocks there)
-with exploded as (
+with exploded_parsed as (
+    -- each list parsed once (null unless `content` is a list) and unnested below beside its
+    -- subscripts: unnesting range(json_array_length(...)) too parsed it again, and a batch
+    -- of long tool output then took several times its bytes
+    select *, json_transform(content, '[{
+            "type": "VARCHAR", "text": "VARCHAR", "id": "VARCHAR", "name": "VARCHAR",
+            "input": "JSON", "output": "VARCHAR", "is_error": "BOOLEAN",
+            "media_type": "VARCHAR", "data_chars": "BIGINT"
+        }]') as content_list
+    from records_batch
+),
+
+exploded as (
     select
         source,
         session_id,
@@ -11,14 +23,10 @@ with exploded as (
         line_no,
         message_id,
         month,
-        unnest(json_transform(content, '[{
-            "type": "VARCHAR", "text": "VARCHAR", "id": "VARCHAR", "name": "VARCHAR",
-            "input": "JSON", "output": "VARCHAR", "is_error": "BOOLEAN",
-            "media_type": "VARCHAR", "data_chars": "BIGINT"
-        }]')) as b,
-        unnest(range(json_array_length(content)::bigint)) as block_index
-    from records_batch
-    where json_type(content) = 'ARRAY'
+        unnest(content_list) as b,
+        generate_subscripts(content_list, 1) - 1 as block_index
+    from exploded_parsed
+    where content_list is not null
 ),
 
 final as (

@@ -1,7 +1,21 @@
 -- grain: one row per MessageContent item of a goose message (text, toolRequest, toolResponse,
 --        thinking, image, …); a toolRequest and the toolResponse answering it share `id`
 -- input: records_batch (the output of goose__records, with its `content` column)
-with exploded as (
+with exploded_parsed as (
+    -- each list parsed once (null unless `content` is a list) and unnested below beside its
+    -- subscripts: unnesting range(json_array_length(...)) too parsed it again, and a batch
+    -- of long tool output then took several times its bytes
+    select *, json_transform(content, '[{
+            "type": "VARCHAR", "text": "VARCHAR", "thinking": "VARCHAR", "msg": "VARCHAR",
+            "data": "VARCHAR", "mimeType": "VARCHAR", "id": "VARCHAR",
+            "toolCall": {"status": "VARCHAR", "value": {"name": "VARCHAR", "arguments": "JSON"},
+                         "error": "JSON"},
+            "toolResult": {"status": "VARCHAR", "value": "JSON", "error": "JSON"}
+        }]') as content_list
+    from records_batch
+),
+
+exploded as (
     select
         source,
         session_id,
@@ -10,16 +24,10 @@ with exploded as (
         line_no,
         message_id,
         month,
-        unnest(json_transform(content, '[{
-            "type": "VARCHAR", "text": "VARCHAR", "thinking": "VARCHAR", "msg": "VARCHAR",
-            "data": "VARCHAR", "mimeType": "VARCHAR", "id": "VARCHAR",
-            "toolCall": {"status": "VARCHAR", "value": {"name": "VARCHAR", "arguments": "JSON"},
-                         "error": "JSON"},
-            "toolResult": {"status": "VARCHAR", "value": "JSON", "error": "JSON"}
-        }]')) as b,
-        unnest(range(json_array_length(content)::bigint)) as block_index
-    from records_batch
-    where json_type(content) = 'ARRAY'
+        unnest(content_list) as b,
+        generate_subscripts(content_list, 1) - 1 as block_index
+    from exploded_parsed
+    where content_list is not null
 ),
 
 results as (

@@ -45,16 +45,24 @@ text_blocks as (
         and role not in ('tool', 'function', 'tool_result')
 ),
 
+part_rows_parsed as (
+    -- each list parsed once (null unless `body` is a list) and unnested below beside its
+    -- subscripts: unnesting range(json_array_length(...)) too parsed it again, and a batch
+    -- of long tool output then took several times its bytes
+    select *, json_transform(body, '[{
+            "type": "VARCHAR", "text": "VARCHAR",
+            "image_url": "JSON", "url": "VARCHAR", "mime_type": "VARCHAR"
+        }]') as body_list
+    from records
+),
+
 part_rows as (
     select
         source, session_id, file_id, file_epoch, line_no, message_id, month,
-        unnest(json_transform(body, '[{
-            "type": "VARCHAR", "text": "VARCHAR",
-            "image_url": "JSON", "url": "VARCHAR", "mime_type": "VARCHAR"
-        }]')) as p,
-        unnest(range(json_array_length(body)::bigint)) as i
-    from records
-    where json_type(body) = 'ARRAY' and role not in ('tool', 'function', 'tool_result')
+        unnest(body_list) as p,
+        generate_subscripts(body_list, 1) - 1 as i
+    from part_rows_parsed
+    where body_list is not null and role not in ('tool', 'function', 'tool_result')
 ),
 
 part_blocks as (
@@ -77,16 +85,24 @@ part_blocks as (
     from part_rows
 ),
 
+call_rows_parsed as (
+    -- each list parsed once (null unless `tool_calls` is a list) and unnested below beside its
+    -- subscripts: unnesting range(json_array_length(...)) too parsed it again, and a batch
+    -- of long tool output then took several times its bytes
+    select *, json_transform(tool_calls, '[{
+            "id": "VARCHAR", "call_id": "VARCHAR", "name": "VARCHAR",
+            "function": {"name": "VARCHAR", "arguments": "JSON"}, "arguments": "JSON"
+        }]') as tool_calls_list
+    from records
+),
+
 call_rows as (
     select
         source, session_id, file_id, file_epoch, line_no, message_id, month,
-        unnest(json_transform(tool_calls, '[{
-            "id": "VARCHAR", "call_id": "VARCHAR", "name": "VARCHAR",
-            "function": {"name": "VARCHAR", "arguments": "JSON"}, "arguments": "JSON"
-        }]')) as c,
-        unnest(range(json_array_length(tool_calls)::bigint)) as i
-    from records
-    where json_type(tool_calls) = 'ARRAY'
+        unnest(tool_calls_list) as c,
+        generate_subscripts(tool_calls_list, 1) - 1 as i
+    from call_rows_parsed
+    where tool_calls_list is not null
 ),
 
 call_blocks as (

@@ -5,7 +5,21 @@
 --        video_url}) and of tool blocks made by the records SQL:
 --        {type: tool_use, id, name, input} and {type: tool_result, tool_use_id, output, is_error}
 --        (output: a string or a list of content parts)
-with exploded as (
+with exploded_parsed as (
+    -- each list parsed once (null unless `content` is a list) and unnested below beside its
+    -- subscripts: unnesting range(json_array_length(...)) too parsed it again, and a batch
+    -- of long tool output then took several times its bytes
+    select *, json_transform(content, '[{
+            "type": "VARCHAR", "text": "VARCHAR", "think": "VARCHAR",
+            "id": "VARCHAR", "name": "VARCHAR", "input": "JSON",
+            "tool_use_id": "VARCHAR", "output": "JSON", "is_error": "BOOLEAN",
+            "image_url": {"url": "VARCHAR"}, "audio_url": {"url": "VARCHAR"},
+            "video_url": {"url": "VARCHAR"}
+        }]') as content_list
+    from records_batch
+),
+
+exploded as (
     select
         source,
         session_id,
@@ -14,16 +28,10 @@ with exploded as (
         line_no,
         message_id,
         month,
-        unnest(json_transform(content, '[{
-            "type": "VARCHAR", "text": "VARCHAR", "think": "VARCHAR",
-            "id": "VARCHAR", "name": "VARCHAR", "input": "JSON",
-            "tool_use_id": "VARCHAR", "output": "JSON", "is_error": "BOOLEAN",
-            "image_url": {"url": "VARCHAR"}, "audio_url": {"url": "VARCHAR"},
-            "video_url": {"url": "VARCHAR"}
-        }]')) as b,
-        unnest(range(json_array_length(content)::bigint)) as block_index
-    from records_batch
-    where json_type(content) = 'ARRAY'
+        unnest(content_list) as b,
+        generate_subscripts(content_list, 1) - 1 as block_index
+    from exploded_parsed
+    where content_list is not null
 ),
 
 final as (

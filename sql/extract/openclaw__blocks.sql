@@ -21,16 +21,24 @@ with records as (
     where content is not null
 ),
 
-part_rows as (
-    select
-        *,
-        unnest(json_transform(parts, '[{
+part_rows_parsed as (
+    -- each list parsed once (null unless `parts` is a list) and unnested below beside its
+    -- subscripts: unnesting range(json_array_length(...)) too parsed it again, and a batch
+    -- of long tool output then took several times its bytes
+    select *, json_transform(parts, '[{
             "type": "VARCHAR", "text": "VARCHAR", "thinking": "VARCHAR", "id": "VARCHAR",
             "name": "VARCHAR", "arguments": "JSON", "data": "VARCHAR", "mimeType": "VARCHAR"
-        }]')) as p,
-        unnest(range(json_array_length(parts)::bigint)) as i
+        }]') as parts_list
     from records
-    where json_type(parts) = 'ARRAY' and role not in ('bashExecution')
+),
+
+part_rows as (
+    select
+        * exclude (parts_list),
+        unnest(parts_list) as p,
+        generate_subscripts(parts_list, 1) - 1 as i
+    from part_rows_parsed
+    where parts_list is not null and role not in ('bashExecution')
 ),
 
 part_blocks as (

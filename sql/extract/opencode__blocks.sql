@@ -2,7 +2,15 @@
 --        a second (tool_result) for a tool part that finished, since OpenCode keeps a call and
 --        its result in one part (linked by callID, else by the part's own id)
 -- input: records_batch (the output of opencode__records; `content` = [{id, data: Part}])
-with exploded as (
+with exploded_parsed as (
+    -- each list parsed once (null unless `content` is a list) and unnested below beside its
+    -- subscripts: unnesting range(json_array_length(...)) too parsed it again, and a batch
+    -- of long tool output then took several times its bytes
+    select *, json_transform(content, '[{"id": "VARCHAR", "data": "JSON"}]') as content_list
+    from records_batch
+),
+
+exploded as (
     select
         source,
         session_id,
@@ -11,10 +19,10 @@ with exploded as (
         line_no,
         message_id,
         month,
-        unnest(json_transform(content, '[{"id": "VARCHAR", "data": "JSON"}]')) as p,
-        unnest(range(json_array_length(content)::bigint)) as part_index
-    from records_batch
-    where json_type(content) = 'ARRAY'
+        unnest(content_list) as p,
+        generate_subscripts(content_list, 1) - 1 as part_index
+    from exploded_parsed
+    where content_list is not null
 ),
 
 parts as (

@@ -11,22 +11,30 @@ with records as (
     where content is not null
 ),
 
-part_rows as (
-    select
-        source, session_id, file_id, file_epoch, line_no, message_id, month,
-        result_call_id,
-        result_status,
-        unnest(json_transform(parts, '[{
+part_rows_parsed as (
+    -- each list parsed once (null unless `parts` is a list) and unnested below beside its
+    -- subscripts: unnesting range(json_array_length(...)) too parsed it again, and a batch
+    -- of long tool output then took several times its bytes
+    select *, json_transform(parts, '[{
             "text": "VARCHAR", "thought": "BOOLEAN",
             "functionCall": {"id": "VARCHAR", "name": "VARCHAR", "args": "JSON"},
             "functionResponse": {"id": "VARCHAR", "name": "VARCHAR", "response": "JSON"},
             "inlineData": {"mimeType": "VARCHAR", "data": "VARCHAR"},
             "fileData": {"mimeType": "VARCHAR", "fileUri": "VARCHAR"},
             "executableCode": "JSON", "codeExecutionResult": "JSON"
-        }]')) as p,
-        unnest(range(json_array_length(parts)::bigint)) as block_index
+        }]') as parts_list
     from records
-    where json_type(parts) = 'ARRAY'
+),
+
+part_rows as (
+    select
+        source, session_id, file_id, file_epoch, line_no, message_id, month,
+        result_call_id,
+        result_status,
+        unnest(parts_list) as p,
+        generate_subscripts(parts_list, 1) - 1 as block_index
+    from part_rows_parsed
+    where parts_list is not null
 ),
 
 final as (
