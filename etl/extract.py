@@ -195,12 +195,13 @@ def extract(staging, run_id, state, changed: list[Planned], summary: Summary, pr
     batch_numbers = itertools.count()
     redacting = summary.redacting
     parts = PerWorker(run_id, staging / "out", "w")
+    learnt: dict[str, int] = {}       # batch sizes that fit a worker's memory (BatchWriter.learnt)
 
     def load(con, unit: Unit) -> UnitResult:
         from convarch import adapters
 
         writer = BatchWriter(run_id, staging / "out", adapters.get(unit.source).EXTRACT, con, batch_numbers,
-                             parts.mine(), earlier.get(unit.source))
+                             parts.mine(), earlier.get(unit.source), learnt)
         result = UnitResult(unit, [], [], [], set(), [], 0)
         for p in unit.plans:
             upd = read_file(p, writer, snapdir, result, redacting)

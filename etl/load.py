@@ -98,7 +98,8 @@ class BatchWriter:
     collide."""
 
     def __init__(self, run_id: int, staging: Path, extract: Extract, con: duckdb.DuckDBPyConnection,
-                 batch_numbers: Iterator[int], parts: PartitionFiles, earlier: pa.Table | None = None):
+                 batch_numbers: Iterator[int], parts: PartitionFiles, earlier: pa.Table | None = None,
+                 learnt: dict[str, int] | None = None):
         self.run_id = run_id
         self.staging = staging
         self.extract = extract
@@ -114,7 +115,10 @@ class BatchWriter:
         self.records_by_file: dict[int, int] = {}
         self.quarantined_by_file: dict[int, int] = {}
         self.sessions: set[tuple[str, str]] = set()
-        self.query_bytes: int | None = None       # learnt from running out of memory, below
+        # bytes of lines the adapter's queries ran out of memory on, halved (see _load_lines),
+        # shared by the run's writers: a run makes a writer for each ~16 MB of files, and each
+        # would otherwise fail once on its first batch before it learnt to cut its batches
+        self.learnt = learnt if learnt is not None else {}
         # the adapter's context lines of the files loaded so far (Extract.context), from the lake
         # for appended files and from each batch as it loads
         self.earlier = earlier
@@ -160,14 +164,15 @@ class BatchWriter:
         DuckDB's memory for the adapter's queries grows with the bytes in each vector of 2,048
         rows, ten times them and more: a batch of big lines (tool results of 50 KB) ran out of
         a worker's memory where the same bytes in small lines load easily, and ended the whole
-        run. So on running out of memory the lines are loaded in halves (and the writer's later
-        batches in pieces of the size that fitted); a single line that
+        run. So on running out of memory the lines are loaded in halves (and the run's later
+        batches for the same queries in pieces of the size that fitted); a single line that
         still does not fit is tried once more with room for it (_load_alone), and only then
         quarantined as too_large with its bytes. Nothing is written until the queries have
         succeeded, so no half is written twice."""
         con = self.con
         nbytes = pa.compute.sum(pa.compute.binary_length(lines["line"])).as_py() or 0
-        if self.query_bytes is not None and nbytes > self.query_bytes and lines.num_rows > 1:
+        learnt = self.learnt.get(self.extract.records)
+        if learnt is not None and nbytes > learnt and lines.num_rows > 1:
             return self._load_halves(lines)     # lines like these ran out of memory already: no retry
         bad_before = len(self.bad)
         try:
@@ -179,8 +184,10 @@ class BatchWriter:
             con.unregister("lines")
             del self.bad[bad_before:]          # the halves set their own bad lines aside again
             if lines.num_rows > 1:
-                # the writer's later batches (the rest of a big file) are cut this small up front
-                self.query_bytes = min(self.query_bytes or nbytes, nbytes // 2)
+                # later batches of these queries, in this writer and the run's others, are cut
+                # this small up front
+                key = self.extract.records
+                self.learnt[key] = min(self.learnt.get(key) or nbytes, nbytes // 2)
                 return self._load_halves(lines)
             if not roomy:
                 return self._load_alone(lines)

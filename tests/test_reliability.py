@@ -251,3 +251,37 @@ def test_redact_at_ingest_stores_no_secret_anywhere(tmp_path):
         assert secret[4:16].encode() not in blobs, secret
     assert scalar(db, "select count(*) from stg_records") == 4
     assert scalar(db, "select count(*) from quarantine") == 0
+
+
+def test_a_batch_size_that_ran_out_of_memory_is_not_tried_again_by_the_runs_other_writers(tmp_path, monkeypatch):
+    """A run makes a writer for each FLUSH_BYTES of files. Once one writer's queries ran out of
+    memory on a batch, the others cut theirs small up front instead of failing once each."""
+    from convarch.etl import extract, load
+
+    real = load.BatchWriter._records_batch
+    failures = []
+
+    def tight(self, lines):
+        real(self, lines)
+        if lines.num_rows > 8:
+            failures.append(lines.num_rows)
+            raise duckdb.OutOfMemoryException("Out of Memory Error: failed to allocate data (simulated)")
+
+    monkeypatch.setattr(load.BatchWriter, "_records_batch", tight)
+    monkeypatch.setattr(extract, "FLUSH_BYTES", 20_000)      # a unit (and a writer) every few files
+    root = tmp_path / "claude"
+    for f in range(12):
+        write_jsonl(root / "projects" / "-oom" / f"s{f:02d}.jsonl", [
+            user(f"f{f}u{i}", f"f{f}u{i - 1}" if i else None, f"turn {i} " + "x" * 200, "2026-05-01T10:00:00.000Z")
+            for i in range(40)])
+    db = tmp_path / "w.duckdb"
+    s = run(db, root)
+    assert s.records_added == 480
+    assert scalar(db, "select count(*) from stg_records") == 480
+    # each file of ~11 KB is a writer of its own. Alone, each of the 12 would fail on its 40
+    # lines, then on 20, then on 10: 36 failures. Shared, a size fails at most once a worker
+    # (the workers start side by side), so 3 sizes x 2 workers here
+    from convarch.etl.workers import default_workers
+
+    assert 0 < len(failures) <= 3 * default_workers() < 36, failures
+    assert sorted(set(failures)) == [10, 20, 40]
