@@ -70,47 +70,42 @@ ops as (
     from parsed
 ),
 
--- PartListUnion (a string, one Part, or a list of Parts and strings) as a JSON list of Parts
+-- PartListUnion (a string, one Part, or a list of Parts and strings) as a list of typed Parts
+-- (a bare string becomes {"text": ...}). Each part is parsed once, straight into its type:
+-- normalizing the list as JSON first and parsing that back held a batch's tool output several
+-- times over and ran a worker out of memory.
 normalized as (
     select
         *,
         coalesce(j.type, j.role) as msg_type,
-        case json_type(coalesce(j.content, j.parts))
-            when 'VARCHAR' then json_array(json_object('text',
-                json_extract_string(coalesce(j.content, j.parts), '$')))
-            when 'ARRAY' then to_json(list_transform(
-                json_extract(coalesce(j.content, j.parts), '$[*]'),
-                lambda p: case when json_type(p) = 'VARCHAR'
-                    then json_object('text', json_extract_string(p, '$')) else p end))
-            when 'OBJECT' then json_array(coalesce(j.content, j.parts))
-        end as parts_json,
-        case json_type(j.displayContent)
-            when 'VARCHAR' then json_array(json_object('text',
-                json_extract_string(j.displayContent, '$')))
-            when 'ARRAY' then to_json(list_transform(
-                json_extract(j.displayContent, '$[*]'),
-                lambda p: case when json_type(p) = 'VARCHAR'
-                    then json_object('text', json_extract_string(p, '$')) else p end))
-            when 'OBJECT' then json_array(j.displayContent)
-        end as display_json,
+        list_transform(
+            case
+                when starts_with(coalesce(j.content, j.parts), '[')
+                    then json_transform(coalesce(j.content, j.parts), '["JSON"]')
+                when starts_with(coalesce(j.content, j.parts), '"') or starts_with(coalesce(j.content, j.parts), '{')
+                    then [coalesce(j.content, j.parts)]
+            end,
+            lambda p: json_transform(
+                case when starts_with(p, '"') then json_object('text', json_extract_string(p, '$')) else p end,
+                '{
+                    "text": "VARCHAR", "thought": "BOOLEAN",
+                    "functionCall": {"id": "VARCHAR", "name": "VARCHAR", "args": "JSON"},
+                    "functionResponse": {"id": "VARCHAR", "name": "VARCHAR", "response": "JSON"},
+                    "inlineData": {"mimeType": "VARCHAR", "data": "VARCHAR"},
+                    "fileData": {"mimeType": "VARCHAR", "fileUri": "VARCHAR"},
+                    "executableCode": "JSON", "codeExecutionResult": "JSON"
+                }')) as pl,
+        list_transform(
+            case
+                when starts_with(j.displayContent, '[') then json_transform(j.displayContent, '["JSON"]')
+                when starts_with(j.displayContent, '"') or starts_with(j.displayContent, '{') then [j.displayContent]
+            end,
+            lambda p: json_transform(
+                case when starts_with(p, '"') then json_object('text', json_extract_string(p, '$')) else p end,
+                '{"text": "VARCHAR", "thought": "BOOLEAN"}')) as dl,
         j.toolCalls as tool_calls,     -- null unless a list
         j.thoughts as thoughts
     from ops
-),
-
-part_facts as (
-    select
-        *,
-        json_transform(parts_json, '[{
-            "text": "VARCHAR", "thought": "BOOLEAN",
-            "functionCall": {"id": "VARCHAR", "name": "VARCHAR", "args": "JSON"},
-            "functionResponse": {"id": "VARCHAR", "name": "VARCHAR", "response": "JSON"},
-            "inlineData": {"mimeType": "VARCHAR", "data": "VARCHAR"},
-            "fileData": {"mimeType": "VARCHAR", "fileUri": "VARCHAR"},
-            "executableCode": "JSON", "codeExecutionResult": "JSON"
-        }]') as pl,
-        json_transform(display_json, '[{"text": "VARCHAR", "thought": "BOOLEAN"}]') as dl
-    from normalized
 ),
 
 typed as (
@@ -138,7 +133,7 @@ typed as (
             when 'session' then coalesce(j.startTime, j.start_time)
             when 'set' then j."$set".lastUpdated
         end as timestamp_raw
-    from part_facts
+    from normalized
 ),
 
 classified as (

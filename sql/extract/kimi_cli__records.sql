@@ -118,9 +118,7 @@ contents as (
 typed as (
     select
         *,
-        case when json_type(content) = 'ARRAY'
-            then json_transform(content, '[{"type": "VARCHAR", "text": "VARCHAR"}]')
-        end as bl,
+        json_transform(content, '[{"type": "VARCHAR", "text": "VARCHAR"}]') as bl,  -- null unless a list
         case
             when wire_type in ('TurnBegin', 'SteerInput', 'ToolResult') then 'user'
             when wire_type in ('ContentPart', 'ToolCall') then 'assistant'

@@ -1,29 +1,14 @@
 -- grain: one row per part of a Qwen Code record's message (text, thinking, tool_use, tool_result, image…)
 -- input: records_batch (the output of qwen_code__records); its `content` is
---        {"parts": [Part...], "callId": toolCallResult.callId, "status": toolCallResult.status}
+--        {parts: [Part...] (parsed), callId: toolCallResult.callId, status: toolCallResult.status}
 with records as (
     select
         source, session_id, file_id, file_epoch, line_no, message_id, month,
-        json_extract(content, '$.parts') as parts,
-        json_extract_string(content, '$.callId') as result_call_id,
-        json_extract_string(content, '$.status') as result_status
+        content.parts as parts_list,      -- parsed by the records query
+        content.callId as result_call_id,
+        content.status as result_status
     from records_batch
     where content is not null
-),
-
-part_rows_parsed as (
-    -- each list parsed once (null unless `parts` is a list) and unnested below beside its
-    -- subscripts: unnesting range(json_array_length(...)) too parsed it again, and a batch
-    -- of long tool output then took several times its bytes
-    select *, json_transform(parts, '[{
-            "text": "VARCHAR", "thought": "BOOLEAN",
-            "functionCall": {"id": "VARCHAR", "name": "VARCHAR", "args": "JSON"},
-            "functionResponse": {"id": "VARCHAR", "name": "VARCHAR", "response": "JSON"},
-            "inlineData": {"mimeType": "VARCHAR", "data": "VARCHAR"},
-            "fileData": {"mimeType": "VARCHAR", "fileUri": "VARCHAR"},
-            "executableCode": "JSON", "codeExecutionResult": "JSON"
-        }]') as parts_list
-    from records
 ),
 
 part_rows as (
@@ -33,7 +18,7 @@ part_rows as (
         result_status,
         unnest(parts_list) as p,
         generate_subscripts(parts_list, 1) - 1 as block_index
-    from part_rows_parsed
+    from records
     where parts_list is not null
 ),
 

@@ -31,30 +31,28 @@ with parsed as (
     from lines as l
 ),
 
--- message.parts as a JSON list of Part objects (a bare string part becomes {"text": ...})
+-- message.parts as a list of typed Parts (a bare string part becomes {"text": ...}). Each part
+-- is parsed once, straight into its type: normalizing the list as JSON first and parsing that
+-- back held a batch's tool output several times over and ran a worker out of memory.
 normalized as (
     select
         *,
-        case json_type(j.message.parts)
-            when 'ARRAY' then to_json(list_transform(
-                json_extract(j.message.parts, '$[*]'),
-                lambda p: case when json_type(p) = 'VARCHAR'
-                    then json_object('text', json_extract_string(p, '$')) else p end))
-            when 'VARCHAR' then json_array(json_object('text',
-                json_extract_string(j.message.parts, '$')))
-            when 'OBJECT' then json_array(j.message.parts)
-        end as parts_json
+        list_transform(
+            case
+                when starts_with(j.message.parts, '[') then json_transform(j.message.parts, '["JSON"]')
+                when starts_with(j.message.parts, '"') or starts_with(j.message.parts, '{') then [j.message.parts]
+            end,
+            lambda p: json_transform(
+                case when starts_with(p, '"') then json_object('text', json_extract_string(p, '$')) else p end,
+                '{
+                    "text": "VARCHAR", "thought": "BOOLEAN",
+                    "functionCall": {"id": "VARCHAR", "name": "VARCHAR", "args": "JSON"},
+                    "functionResponse": {"id": "VARCHAR", "name": "VARCHAR", "response": "JSON"},
+                    "inlineData": {"mimeType": "VARCHAR", "data": "VARCHAR"},
+                    "fileData": {"mimeType": "VARCHAR", "fileUri": "VARCHAR"},
+                    "executableCode": "JSON", "codeExecutionResult": "JSON"
+                }')) as pl
     from parsed
-),
-
-part_facts as (
-    select
-        *,
-        json_transform(parts_json, '[{
-            "text": "VARCHAR", "thought": "BOOLEAN",
-            "functionCall": "JSON", "functionResponse": "JSON"
-        }]') as pl
-    from normalized
 ),
 
 typed as (
@@ -79,9 +77,9 @@ typed as (
             when j.type = 'tool_result' then 'user'
             when j.type = 'system' and j.subtype = 'chat_compression' then 'system'
             when j.type = 'system' and j.subtype = 'slash_command' then 'user'
-            when j.type = 'system' and j.subtype is null and parts_json is not null then 'system'
+            when j.type = 'system' and j.subtype is null and pl is not null then 'system'
         end as role
-    from part_facts
+    from normalized
 ),
 
 classified as (
@@ -151,11 +149,11 @@ final as (
         c.j.usageMetadata.candidatesTokenCount as output_tokens,
         null::bigint as cache_creation_tokens,
         c.j.usageMetadata.cachedContentTokenCount as cache_read_tokens,
-        case when c.parts_json is not null then json_object(
-            'parts', c.parts_json,
-            'callId', c.j.toolCallResult.callId,
-            'status', c.j.toolCallResult.status
-        ) end as content,
+        -- the parsed parts, for qwen_code__blocks (a JSON object built here was parsed back there,
+        -- and held a batch's tool output several times over); not stored
+        case when c.pl is not null then {
+            'parts': c.pl, 'callId': c.j.toolCallResult.callId, 'status': c.j.toolCallResult.status
+        } end as content,
         c.line as raw,
         c.kind,
         case
