@@ -45,12 +45,14 @@ contents as (
         *,
         case
             when j.type <> 'message' then null
-            -- some readers report bare strings among the blocks: make them text blocks
-            when json_type(j.message.content) = 'ARRAY' then to_json(list_transform(
-                json_extract(j.message.content, '$[*]'),
-                lambda b: case when json_type(b) = 'VARCHAR'
+            -- some readers report bare strings among the blocks: make them text blocks. A JSON
+            -- value's type is read from its first character (DuckDB writes JSON minified): a
+            -- full parse only to learn it held a batch's tool output several times over
+            when starts_with(j.message.content, '[') then to_json(list_transform(
+                json_transform(j.message.content, '["JSON"]'),
+                lambda b: case when starts_with(b, '"')
                     then json_object('type', 'text', 'text', json_extract_string(b, '$')) else b end))
-            when json_type(j.message.content) = 'VARCHAR'
+            when starts_with(j.message.content, '"')
                 then json_array(json_object('type', 'text', 'text', j.message.content ->> '$'))
         end as content
     from parsed
@@ -59,9 +61,7 @@ contents as (
 facts as (
     select
         *,
-        case when json_type(content) = 'ARRAY'
-            then json_transform(content, '[{"type": "VARCHAR", "text": "VARCHAR"}]')
-        end as bl,
+        json_transform(content, '[{"type": "VARCHAR", "text": "VARCHAR"}]') as bl,   -- null unless a list
         -- the model tag Amp writes into env.initial.tags ("model:<id>")
         case when json_type(j.thread.env.initial.tags) = 'ARRAY' then list_filter(
             list_transform(json_transform(j.thread.env.initial.tags, '["VARCHAR"]'),

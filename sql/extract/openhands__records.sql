@@ -35,6 +35,9 @@ with parsed as (
     from lines as l
 ),
 
+-- A JSON value's type is read from its first character (DuckDB writes the JSON it hands over
+-- minified): a full parse of an observation only to learn it is an object, several times a
+-- line, held a batch's tool output several times over and ran a worker out of memory.
 shaped as (
     select
         p.*,
@@ -50,24 +53,24 @@ shaped as (
         ) as session_id,
         -- V0 writes the action/observation type as a string; V1 nests an object with a kind
         coalesce(j.kind is null
-            and (json_type(j.action) = 'VARCHAR' or json_type(j.observation) = 'VARCHAR'), false) as v0,
+            and (starts_with(j.action, '"') or starts_with(j.observation, '"')), false) as v0,
         case
             when j.kind is not null then j.kind
-            when json_type(j.action) = 'VARCHAR' then j.action ->> '$'
-            when json_type(j.observation) = 'VARCHAR' then j.observation ->> '$'
+            when starts_with(j.action, '"') then j.action ->> '$'
+            when starts_with(j.observation, '"') then j.observation ->> '$'
             when f.file_stem = 'base_state' then 'base_state'
             when f.file_stem = 'metadata' then 'conversation_metadata'
             else 'unknown'
         end as rtype,
         case
-            when json_type(j.action) = 'VARCHAR' then 'action'
-            when json_type(j.observation) = 'VARCHAR' then 'observation'
-            when json_type(j.action) = 'OBJECT' then j.action ->> '$.kind'
-            when json_type(j.observation) = 'OBJECT' then j.observation ->> '$.kind'
+            when starts_with(j.action, '"') then 'action'
+            when starts_with(j.observation, '"') then 'observation'
+            when starts_with(j.action, '{') then j.action ->> '$.kind'
+            when starts_with(j.observation, '{') then j.observation ->> '$.kind'
         end as sub,
-        case when json_type(j.extras) = 'OBJECT' then j.extras end as extras,
-        case when json_type(j.args) = 'OBJECT' then j.args end as args,
-        case when json_type(j.observation) = 'OBJECT' then j.observation end as obs
+        case when starts_with(j.extras, '{') then j.extras end as extras,
+        case when starts_with(j.args, '{') then j.args end as args,
+        case when starts_with(j.observation, '{') then j.observation end as obs
     from parsed as p
     join batch_files as f on f.file_id = p.file_id
 ),
@@ -76,16 +79,16 @@ shaped as (
 decoded as (
     select
         *,
-        case when json_type(j.llm_message.content) = 'ARRAY' then json_transform(j.llm_message.content,
+        case when starts_with(j.llm_message.content, '[') then json_transform(j.llm_message.content,
             '[{"type": "VARCHAR", "text": "VARCHAR", "image_urls": ["VARCHAR"]}]') end as msg_parts,
-        case when json_type(j.thought) = 'ARRAY' then json_transform(j.thought,
+        case when starts_with(j.thought, '[') then json_transform(j.thought,
             '[{"type": "VARCHAR", "text": "VARCHAR"}]') end as thought_parts,
-        case when json_type(coalesce(j.thinking_blocks, j.llm_message.thinking_blocks)) = 'ARRAY'
+        case when starts_with(coalesce(j.thinking_blocks, j.llm_message.thinking_blocks), '[')
             then json_transform(coalesce(j.thinking_blocks, j.llm_message.thinking_blocks),
                 '[{"type": "VARCHAR", "thinking": "VARCHAR"}]') end as think_parts,
-        case when json_type(obs -> '$.content') = 'ARRAY' then json_transform(obs -> '$.content',
+        case when starts_with(obs -> '$.content', '[') then json_transform(obs -> '$.content',
             '[{"type": "VARCHAR", "text": "VARCHAR"}]') end as obs_parts,
-        case when json_type(args -> '$.image_urls') = 'ARRAY'
+        case when starts_with(args -> '$.image_urls', '[')
             then json_transform(args -> '$.image_urls', '["VARCHAR"]') end as v0_images,
         coalesce(j.tool_call_metadata.tool_call_id,
                  case when j.cause is not null then 'oh-event-' || j.cause end) as v0_result_call,
@@ -189,8 +192,8 @@ typed as (
         case
             when rtype = 'MessageEvent' then msg_text
             when rtype = 'SystemPromptEvent' then case
-                when json_type(j.system_prompt) = 'OBJECT' then j.system_prompt ->> '$.text'
-                when json_type(j.system_prompt) = 'VARCHAR' then j.system_prompt ->> '$'
+                when starts_with(j.system_prompt, '{') then j.system_prompt ->> '$.text'
+                when starts_with(j.system_prompt, '"') then j.system_prompt ->> '$'
             end
             when rtype = 'ActionEvent' then nullif(concat_ws(chr(10), thought_text,
                 case when sub = 'FinishAction' then j.action ->> '$.message' end), '')
