@@ -39,10 +39,12 @@ Tool calls are not id-linked in the transcript: a ``PLANNER_RESPONSE``'s ``tool_
 followed by the tool steps that ran them, in ``step_index`` order. The extraction SQL pairs
 the k-th tool step after a planner response with its k-th call (call id
 ``step-<line>-<k>``); a tool step with no call left to pair (a truncated or trimmed log)
-carries a tool_use block of its own (named after its ``type``) beside its tool_result. Because
-pairing needs the preceding lines, and a planner line's calls are often written before the
-steps that answer them, the transcript is read whole whenever it changes (container "json";
-``to_lines`` yields every physical line unchanged, so line numbers are the file's own).
+carries a tool_use block of its own (named after its ``type``) beside its tool_result. A step
+is paired by the lines before it, never after, so the transcript is read as the append-only
+JSONL it is, from where the last run stopped; the lines pairing needs from before that point
+(the last planner response or user input and the steps after it) come back from the lake as
+context lines (``antigravity__context.sql``). A planner line's calls are often written before
+the steps that answer them, which then pair up when they arrive.
 Tool arguments are JSON texts inside the args object (``"DirectoryPath": "\\"/tmp\\""``) and
 are decoded. The model is named only in a ``<USER_SETTINGS_CHANGE>`` block of a user step
 ("…`Model Selection` from X to Gemini 3.1 Pro (High)"); the prompt's text is the
@@ -67,7 +69,8 @@ from convarch.adapters.base import Extract, RootError, SourceFile
 NAME = "antigravity"
 TITLE = "Antigravity"
 ENV_VARS: tuple[str, ...] = ()
-EXTRACT = Extract(records="extract/antigravity__records", blocks="extract/normalized__blocks")
+EXTRACT = Extract(records="extract/antigravity__records", blocks="extract/normalized__blocks",
+                  context="extract/antigravity__context")
 
 TRANSCRIPTS = ("transcript.jsonl", "transcript_full.jsonl")
 HOMES = ("antigravity-cli", "antigravity")
@@ -149,11 +152,11 @@ def _conversation_files(conv: Path, root: Path) -> Iterator[SourceFile]:
     logs = conv / ".system_generated" / "logs"
     main, full = (_size(logs / n) for n in TRANSCRIPTS)
     if main is not None:
-        yield SourceFile(NAME, logs / TRANSCRIPTS[0], root, session_hint=conv.name, container="json")
+        yield SourceFile(NAME, logs / TRANSCRIPTS[0], root, session_hint=conv.name)
     if main:
         return
     if full:
-        yield SourceFile(NAME, logs / TRANSCRIPTS[1], root, session_hint=conv.name, container="json")
+        yield SourceFile(NAME, logs / TRANSCRIPTS[1], root, session_hint=conv.name)
         return
     messages = conv / ".system_generated" / "messages"
     if messages.is_dir():
@@ -173,14 +176,15 @@ def _single(path: Path) -> SourceFile:
         return SourceFile(NAME, path, path.parent, session_hint=path.parent.parent.parent.name, container="json")
     parts = path.parts
     hint = parts[-4] if len(parts) >= 4 and parts[-3:-1] == (".system_generated", "logs") else path.stem
-    return SourceFile(NAME, path, path.parent, session_hint=hint, container="json")
+    return SourceFile(NAME, path, path.parent, session_hint=hint)
 
 
 # --- turning a private copy into lines -------------------------------------------------------
 
 def to_lines(copy: Path, file: SourceFile) -> Iterator[bytes]:
-    """A transcript: every physical line unchanged (a line that is not JSON is quarantined on
-    its own). A database: one line per ``trajectory_meta`` and per ``steps`` row."""
+    """An agent message file: every physical line unchanged (a line that is not JSON is
+    quarantined on its own). A database: one line per ``trajectory_meta`` and per ``steps``
+    row. (Transcripts are JSONL, read by the loader itself.)"""
     if file.container == "sqlite":
         yield from _db_lines(copy)
         return

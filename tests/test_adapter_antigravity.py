@@ -216,14 +216,40 @@ def evolving(tmp_path_factory):
     return db, before, second
 
 
-def test_transcript_is_read_whole_so_late_results_pair_up(evolving):
+def test_appended_steps_load_alone_and_pair_with_calls_loaded_in_an_earlier_run(evolving):
     db, before, second = evolving
     assert before["results"] == 0
-    # both transcripts changed; the messages lane of B is superseded by its transcript
-    assert (second.files_changed, second.records_added) == (2, 13)
+    # A's 9 new steps and B's first step load; A's first 3 lines stay as they were loaded
+    assert (second.files_changed, second.records_added) == (2, 10)
     assert scalar(db, "select count(*) from tool_calls where session_id = ? and has_result", [A]) == 3
-    assert scalar(db, "select count(*) from stg_records where session_id = ? and record_type <> 'history' "
-                      "and source_file like '%transcript.jsonl'", [A]) == 12    # the first epoch is superseded
+    assert rows(db, "select file_epoch, count(*) from stg_records where session_id = ? and record_type <> 'history' "
+                    "and source_file like '%transcript.jsonl' group by 1", [A]) == [(1, 12)]
+
+
+def test_a_transcript_appended_a_line_at_a_time_reads_like_a_fresh_load(tmp_path, monkeypatch):
+    """Every step appended in a run of its own, the planner's calls long before their steps,
+    and the whole transcript loaded in batches of a few lines: the same rows as one read."""
+    from convarch.etl import extract
+    from test_parallel_load import TABLES, snapshot_of
+
+    home = build.write_store(tmp_path / "agy")
+    transcript = home / "brain" / A / ".system_generated" / "logs" / "transcript.jsonl"
+    steps = build.transcript()
+    db = tmp_path / "inc" / "w.duckdb"
+    for n in range(1, len(steps) + 1):
+        build.write_jsonl(transcript, steps[:n])
+        s = run(db, home)
+        assert s.records_added == (1 if n > 1 else s.records_added), n
+    fresh = tmp_path / "fresh" / "w.duckdb"
+    run(fresh, home)
+    monkeypatch.setattr(extract, "FLUSH_BYTES", 600)
+    batched = tmp_path / "batched" / "w.duckdb"
+    run(batched, home)
+    want = snapshot_of(fresh)
+    for got in (snapshot_of(db), snapshot_of(batched)):
+        for view in TABLES:
+            assert got[view] == want[view], view
+    assert scalar(db, "select count(*) from tool_calls where session_id = ? and has_result", [A]) == 3
 
 
 def test_placeholder_then_real_transcript_supersedes_the_messages_lane(evolving):

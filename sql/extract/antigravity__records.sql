@@ -2,7 +2,11 @@
 --        line of transcript[_full].jsonl), an agent message file, a history.jsonl line, or a
 --        trajectory_meta / steps row of conversations/<uuid>.db; every line kept
 -- input: lines(file_id, line_no, byte_offset, line) and batch_files(file_id, source,
---        file_epoch, source_file, file_stem, session_hint, parent_session_hint, run_id)
+--        file_epoch, source_file, file_stem, session_hint, parent_session_hint, run_id).
+--        A transcript's lines may come after context lines (antigravity__context.sql: the
+--        last planner response or user input loaded earlier and the steps after it), numbered
+--        below zero so they come first; they pair the new tool steps with their calls and are
+--        not returned. A context line's own number is its line_no + 2^50 (etl/load.py).
 with parsed as (
     select
         l.file_id,
@@ -66,6 +70,8 @@ steps as (
 paired as (
     select
         s.*,
+        -- the anchor's own line number (a context line's line_no is shifted below zero)
+        case when s.anchor < 0 then s.anchor + 1125899906842624 else s.anchor end as anchor_line,
         a.n_calls as anchor_calls,
         a.calls as anchor_call_list,
         row_number() over (partition by s.file_id, s.anchor, s.is_tool_step order by s.line_no) as k
@@ -76,7 +82,7 @@ paired as (
 linked as (
     select
         *,
-        case when is_tool_step and k <= coalesce(anchor_calls, 0) then 'step-' || anchor || '-' || (k - 1) end
+        case when is_tool_step and k <= coalesce(anchor_calls, 0) then 'step-' || anchor_line || '-' || (k - 1) end
             as paired_call,
         case when is_tool_step and k <= coalesce(anchor_calls, 0) then anchor_call_list[k].name end as paired_name,
         nullif(trim(regexp_extract(content_text, '<USER_REQUEST>\s*([\s\S]*?)\s*</USER_REQUEST>', 1)), '')
@@ -311,6 +317,7 @@ final as (
         harness_kind,
         strftime("timestamp", '%Y-%m') as month  -- null: the loader gives the file's earliest month
     from classified
+    where line_no > 0     -- not the context lines
 )
 
 select * from final
