@@ -22,11 +22,11 @@ from convarch.etl.workers import MEMORY_BUDGET_MB
 from test_lines_stand_alone import store_lines
 
 LONG = 6000
-#: Adapters whose queries still need a full batch of long lines cut in halves: the Cline
-#: family's records query parses each message twice (the line, then the item as a struct) and
-#: OpenHands' builds every event's blocks as JSON for the shared blocks query to parse back.
-#: Strict, so one that starts to fit is noticed.
-STILL_HALVED = {"cline", "roo_code", "kilo_code", "openhands"}
+#: Adapters whose queries still need a full batch of long lines cut in halves: Kilo Code's
+#: kilo.db rows have their `data` taken out as JSON and parsed again, and OpenHands builds every
+#: event's blocks as JSON for the shared blocks query to parse back. Strict, so one that starts
+#: to fit is noticed.
+STILL_HALVED = {"kilo_code", "openhands"}
 
 
 def grown(value):

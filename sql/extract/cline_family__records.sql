@@ -28,14 +28,46 @@ with parsed as (
         l.line_no,
         l.byte_offset,
         l.line,
+        -- `item` (an extension's element) is typed here, in the line's one parse: taken out as
+        -- JSON and parsed again, each message was held twice more, and a batch of long tool
+        -- output ran a worker out of memory. A kilo.db row's `data` is read apart (below).
         json_transform(l.line, '{
             "rec": "VARCHAR", "table": "VARCHAR", "section": "VARCHAR", "format": "VARCHAR",
-            "session_id": "VARCHAR", "item": "JSON", "xml_blocks": "JSON",
+            "session_id": "VARCHAR", "xml_blocks": "JSON",
             "id": "VARCHAR", "type": "VARCHAR", "parent_id": "VARCHAR", "directory": "VARCHAR",
             "title": "VARCHAR", "version": "VARCHAR", "time_created": "BIGINT",
-            "model": "JSON", "data": "JSON", "parts": "JSON"
+            "model": "JSON", "parts": "JSON",
+            "item": {
+                "id": "VARCHAR", "role": "VARCHAR", "type": "VARCHAR", "say": "VARCHAR", "ask": "VARCHAR",
+                "text": "VARCHAR", "ts": "BIGINT", "content": "JSON",
+                "modelInfo": {"modelId": "VARCHAR", "id": "VARCHAR"},
+                "metrics": {"inputTokens": "BIGINT", "outputTokens": "BIGINT",
+                            "cacheReadTokens": "BIGINT", "cacheWriteTokens": "BIGINT"},
+                "metadata": {"kind": "VARCHAR", "title": "VARCHAR"},
+                "isSummary": "BOOLEAN",
+                "task": "VARCHAR", "title": "VARCHAR", "parentTaskId": "VARCHAR", "workspace": "VARCHAR",
+                "cwdOnTaskInitialization": "VARCHAR", "modelId": "VARCHAR",
+                "model_id": "VARCHAR", "cline_version": "VARCHAR", "version": "VARCHAR", "path": "JSON",
+                "cline_read_date": "BIGINT", "cline_edit_date": "BIGINT", "user_edit_date": "BIGINT",
+                "roo_read_date": "BIGINT", "roo_edit_date": "BIGINT",
+                "session_id": "VARCHAR", "parent_session_id": "VARCHAR", "parentSessionId": "VARCHAR",
+                "agent_id": "VARCHAR", "agent": "VARCHAR", "cwd": "VARCHAR", "workspace_root": "VARCHAR",
+                "model": "JSON", "started_at": "VARCHAR", "updated_at": "VARCHAR",
+                "sessionID": "VARCHAR", "parentID": "VARCHAR",
+                "time": {"created": "BIGINT", "start": "BIGINT"},
+                "summary": "JSON", "error": {"name": "VARCHAR"},
+                "tokens": {"input": "BIGINT", "output": "BIGINT", "reasoning": "BIGINT",
+                           "cache": {"read": "BIGINT", "write": "BIGINT"}}
+            }
         }') as j
     from lines as l
+),
+
+with_data as (
+    select
+        *,
+        case when j."table" is not null then json_extract(line, '$.data') end as data
+    from parsed
 ),
 
 documents as (
@@ -55,7 +87,7 @@ documents as (
             when j.rec is null and j."table" = 'session_message' then 'oc_session_message'
             else 'unknown'
         end as fam,
-        json_transform(coalesce(j.item, j.data), '{
+        coalesce(j.item, json_transform(data, '{
             "id": "VARCHAR", "role": "VARCHAR", "type": "VARCHAR", "say": "VARCHAR", "ask": "VARCHAR",
             "text": "VARCHAR", "ts": "BIGINT", "content": "JSON",
             "modelInfo": {"modelId": "VARCHAR", "id": "VARCHAR"},
@@ -65,7 +97,7 @@ documents as (
             "isSummary": "BOOLEAN",
             "task": "VARCHAR", "title": "VARCHAR", "parentTaskId": "VARCHAR", "workspace": "VARCHAR",
             "cwdOnTaskInitialization": "VARCHAR", "modelId": "VARCHAR",
-            "model_id": "VARCHAR", "cline_version": "VARCHAR", "path": "JSON",
+            "model_id": "VARCHAR", "cline_version": "VARCHAR", "version": "VARCHAR", "path": "JSON",
             "cline_read_date": "BIGINT", "cline_edit_date": "BIGINT", "user_edit_date": "BIGINT",
             "roo_read_date": "BIGINT", "roo_edit_date": "BIGINT",
             "session_id": "VARCHAR", "parent_session_id": "VARCHAR", "parentSessionId": "VARCHAR",
@@ -76,10 +108,10 @@ documents as (
             "summary": "JSON", "error": {"name": "VARCHAR"},
             "tokens": {"input": "BIGINT", "output": "BIGINT", "reasoning": "BIGINT",
                        "cache": {"read": "BIGINT", "write": "BIGINT"}}
-        }') as d,
+        }')) as d,
         -- apart: struct fields are case-insensitive and HistoryItem has `modelId`
-        json_extract_string(j.data, '$.modelID') as oc_model_id
-    from parsed as p
+        json_extract_string(data, '$.modelID') as oc_model_id
+    from with_data as p
 ),
 
 -- the content blocks of a message: the stored array (a string is one text block), the XML
@@ -96,7 +128,7 @@ contents as (
             when fam = 'oc_message' and json_type(j.parts) = 'ARRAY' then to_json(list_transform(
                 json_transform(j.parts, '[{"id": "VARCHAR", "data": "JSON"}]'),
                 lambda p: json_merge_patch(p.data, json_object('id', p.id))))
-            when fam = 'oc_part' then to_json([json_merge_patch(j.data, json_object('id', j.id))])
+            when fam = 'oc_part' then to_json([json_merge_patch(data, json_object('id', j.id))])
         end as content
     from documents
 ),
@@ -165,7 +197,7 @@ typed as (
             when t.fam = 'oc_part' then t.d.type
             when t.fam = 'oc_session_message' then t.j.type
             when t.fam = 'sdk' then t.d.metadata.kind
-            when t.fam = 'transcript' then 'v' || json_extract_string(t.j.item, '$.version')
+            when t.fam = 'transcript' then 'v' || t.d.version
         end as subtype,
         t.fam,
         case
