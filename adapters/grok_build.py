@@ -23,9 +23,14 @@ a subagent; summary.json's ``parent_session_id`` is used when present):
   message in pieces: the first chunk of a run carries the whole message (role, text joined
   from the run, blocks) and the others stay rows of kind 'chunk' with no role. A run ends at
   a chunk of another kind, a tool call or update, or a new ``promptIndex``; other lines (plan,
-  hooks, status) do not end it. Because a later line changes what an earlier one means, the
-  file is read whole whenever it changes (container "json"; ``to_lines`` yields every physical
-  line unchanged). ``tool_call{toolCallId, title, kind, status, rawInput, content[]}`` is a
+  hooks, status) do not end it. A later line changes what an earlier one means (a chunk adds
+  to its run's first line), so the file is read whole whenever it changes (container "json")
+  and ``to_lines`` replays it: each physical line comes out wrapped as ``{"cv": {offset, head,
+  body, images, model}, "line": <the line>}``, a run's first line with the run's text, images
+  and model. The SQL then reads each line on its own (``LINES_STAND_ALONE``): when the log
+  grows, the lines before the first one whose text or facts changed (usually the current
+  run's first chunk) stay where they were loaded and only the rest loads again.
+  ``tool_call{toolCallId, title, kind, status, rawInput, content[]}`` is a
   tool_use (named by its ACP ``kind``, else its ``title``); ``tool_call_update`` carrying
   output (``content[]`` or ``rawOutput``) or a failed status is its tool_result (the last one
   wins), otherwise bookkeeping ('tool_progress'). ``session_info_update`` carries the title.
@@ -52,6 +57,7 @@ The session id is the session folder's name. Parsing is ``sql/extract/grok_build
 """
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -62,6 +68,7 @@ NAME = "grok_build"
 TITLE = "Grok Build"
 ENV_VARS = ("GROK_HOME",)
 EXTRACT = Extract(records="extract/grok_build__records", blocks="extract/normalized__blocks")
+LINES_STAND_ALONE = True
 
 SESSION_FILES = ("updates.jsonl", "chat_history.jsonl", "summary.json")
 CHECKPOINTS = "compaction_checkpoints"
@@ -151,16 +158,98 @@ def _single(path: Path) -> SourceFile:
 
 
 def to_lines(copy: Path, file: SourceFile) -> Iterator[bytes]:
-    """A ``.jsonl`` log: every physical line unchanged (a line that is not JSON is quarantined
-    on its own); a ``.json`` document: itself, as one line."""
+    """``updates.jsonl``: every physical line wrapped with what the replay of the runs found
+    (see the module docstring; a line that is not a JSON object is passed through unchanged and
+    quarantined); ``chat_history.jsonl``: every physical line unchanged; a ``.json`` document:
+    itself, as one line."""
     data = copy.read_bytes()
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
+    bom = 3 if data.startswith(b"\xef\xbb\xbf") else 0
+    data = data[bom:]
     if file.path.suffix == ".json":
         yield data.replace(b"\r", b" ").replace(b"\n", b" ")
         return
-    parts = data.split(b"\n")
-    if parts and parts[-1] == b"":
-        parts.pop()
-    for raw in parts:
-        yield raw[:-1] if raw.endswith(b"\r") else raw
+    spans, start = [], 0
+    while start < len(data):
+        end = data.find(b"\n", start)
+        end = len(data) if end < 0 else end
+        spans.append((start, end))
+        start = end + 1
+    lines = [data[a:b - 1] if b > a and data[b - 1:b] == b"\r" else data[a:b] for a, b in spans]
+    if file.path.stem == "chat_history":
+        yield from lines
+        return
+    facts = _runs(lines)
+    for (offset, _end), raw, cv in zip(spans, lines, facts):
+        if cv is None:
+            yield raw
+        else:
+            yield json.dumps({"cv": {"offset": offset + bom, **cv}, "line": raw.decode("utf-8")},
+                             ensure_ascii=False).encode("utf-8")
+
+
+CHUNKS = ("user_message_chunk", "agent_message_chunk", "agent_thought_chunk")
+#: the kinds whose line ends the run before it (other lines, plan or status, do not)
+ENDS_RUN = (*CHUNKS, "tool_call", "tool_call_update")
+
+
+def _runs(lines: list[bytes]) -> list[dict | None]:
+    """Each line's facts: whether it starts a run of chunks (a message) and, for a run's first
+    line, the run's text, images and model; None for a line that is not a JSON object. A run
+    starts at a chunk whose kind, prompt index or hiddenness differs from the last line that
+    bore a message (a chunk, a tool call or its update)."""
+    facts: list[dict | None] = []
+    heads: list[dict] = []
+    last = None                                   # (kind, prompt, hidden) of the last run-ending line
+    for raw in lines:
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            value = None
+        if not isinstance(value, dict):
+            facts.append(None)
+            continue
+        fact: dict = {"head": False}
+        facts.append(fact)
+        update = _update(value)
+        if update is None:
+            continue
+        kind = update.get("sessionUpdate") if isinstance(update.get("sessionUpdate"), str) else None
+        meta = update.get("_meta") if isinstance(update.get("_meta"), dict) else {}
+        prompt = meta.get("promptIndex")
+        prompt = prompt if isinstance(prompt, int) and not isinstance(prompt, bool) else -1
+        this = (kind, prompt, update.get("encrypted_content") is not None)
+        if kind in CHUNKS:
+            if this != last:
+                fact.update(head=True, body=None, images=None, model=None)
+                heads.append({"fact": fact, "texts": []})
+            if heads:
+                _add_chunk(heads[-1], update, meta)
+        if kind in ENDS_RUN:
+            last = this
+    for run in heads:
+        run["fact"]["body"] = "".join(run["texts"]) or None
+    return facts
+
+
+def _update(value: dict) -> dict | None:
+    """The ACP update a line carries: ``params.update``, ``update``, or the line itself."""
+    params = value.get("params")
+    for update in (params.get("update") if isinstance(params, dict) else None, value.get("update")):
+        if update is not None:
+            return update if isinstance(update, dict) else None
+    return value if value.get("sessionUpdate") is not None else None
+
+
+def _add_chunk(run: dict, update: dict, meta: dict) -> None:
+    fact = run["fact"]
+    content = update.get("content")
+    if isinstance(content, dict):
+        if content.get("type") == "text" and isinstance(content.get("text"), str):
+            run["texts"].append(content["text"])
+        elif content.get("type") == "image":
+            data = content.get("data")
+            fact["images"] = [*(fact["images"] or []), {
+                "type": "image", "media_type": content.get("mimeType"),
+                "data_chars": len(data.encode("utf-8")) if isinstance(data, str) else None}]
+    if fact["model"] is None and isinstance(meta.get("modelId"), str):
+        fact["model"] = meta["modelId"]

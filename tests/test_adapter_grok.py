@@ -286,12 +286,13 @@ def evolving(tmp_path_factory):
     return db, first, second, untouched
 
 
-def test_live_stores_are_reread_whole(evolving):
+def test_live_stores_load_from_their_first_changed_line(evolving):
     db, first, second, untouched = evolving
     assert untouched
     assert (first.files_scanned, first.quarantined) == (6, 0)
-    # updates.jsonl again (Grok Build reads across lines), and grok.db from its first changed line
-    assert (second.files_changed, second.records_added) == (2, 25 + 9)
+    # updates.jsonl from the last answer's first chunk (the run's text it carries grew) and the
+    # new chunk; grok.db from its first changed line
+    assert (second.files_changed, second.records_added) == (2, 2 + 9)
     # the chunk continues the last answer: one message grows, none is added
     assert rows(db, "select text from messages where session_id = ? order by line_no desc limit 1", [bb.S1]) == [
         ("README updated. Also the CLI help.",)]

@@ -143,9 +143,26 @@ def test_sqlite_writes_that_change_no_line_load_nothing(tmp_path):
     same_as_fresh(db, goose, tmp_path / "goose", tmp_path)
 
 
-def test_an_adapter_whose_sql_reads_across_lines_loads_a_grown_document_whole(tmp_path):
-    # Grok Build's SQL looks across a log's lines (a run of chunks is one message, told by the
-    # line before), so new lines alone would not load as the whole file does
+def test_an_adapter_whose_sql_reads_across_lines_loads_a_grown_document_whole(tmp_path, monkeypatch):
+    # an adapter that does not declare LINES_STAND_ALONE (its SQL looks across a file's lines,
+    # as Copilot CLI's does for its legacy documents) has a grown document loaded again whole
+    monkeypatch.setattr(cline, "LINES_STAND_ALONE", False)
+    root, api = cline_store(tmp_path)
+    db = tmp_path / "inc" / "convarch.duckdb"
+    run(db, cline, root)
+    history = json.loads(api.read_text())
+    n = scalar(db, "select count(*) from stg_records where source_file = ?", [str(api)])
+    history.append({"role": "user", "content": [{"type": "text", "text": "and the zebrafish flag?"}]})
+    api.write_text(json.dumps(history))
+    s = run(db, cline, root)
+    assert (s.files_changed, s.records_added) == (1, n + 1)
+    assert rows(db, "select distinct file_epoch from stg_records where source_file = ?", [str(api)]) == [(2,)]
+    same_as_fresh(db, cline, root, tmp_path)
+
+
+def test_a_grok_build_log_as_its_answer_streams_loads_from_the_runs_first_chunk(tmp_path):
+    # a chunk appended to Grok Build's log adds to the message its run's first line carries:
+    # that line changes, so it and what follows load; the lines before it stay
     from convarch.adapters import grok_build
 
     root = tmp_path / "grok"
@@ -155,13 +172,18 @@ def test_an_adapter_whose_sql_reads_across_lines_loads_a_grown_document_whole(tm
     run(db, grok_build, root)
     n = scalar(db, "select count(*) from stg_records where source_file = ?", [str(log)])
     last = json.loads(log.read_text().splitlines()[-1])
-    last["params"]["update"]["content"]["text"] = " And the zebrafish flag."
-    with open(log, "a") as fh:
-        fh.write(json.dumps(last) + "\n")
-    s = run(db, grok_build, root)
-    assert (s.files_changed, s.records_added) == (1, n + 1)
-    assert rows(db, "select distinct file_epoch from stg_records where source_file = ?", [str(log)]) == [(2,)]
-    same_as_fresh(db, grok_build, root, tmp_path)
+    assert last["params"]["update"]["sessionUpdate"] == "agent_message_chunk"
+    for i, text in enumerate((" And the zebrafish flag.", " Done.")):
+        with open(log, "a") as fh:
+            fh.write(json.dumps(dict(last, params=dict(last["params"], update=dict(
+                last["params"]["update"], content={"type": "text", "text": text})))) + "\n")
+        s = run(db, grok_build, root)
+        assert (s.files_changed, s.records_added) == (1, 2 + i)    # the first chunk, then every chunk since
+        same_as_fresh(db, grok_build, root, tmp_path / f"fresh{i}")
+    assert scalar(db, "select count(*) from stg_records where source_file = ?", [str(log)]) == n + 2
+    assert scalar(db, "select text from messages where source_file = ? order by line_no desc limit 1",
+                  [str(log)]).endswith("README updated. And the zebrafish flag. Done.")
+    assert scalar(db, "select min(file_epoch) from stg_records where source_file = ?", [str(log)]) == 1
 
 
 def gemini_oplog(tmp_path: Path) -> tuple[Path, Path]:

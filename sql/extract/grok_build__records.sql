@@ -2,14 +2,33 @@
 --        session/update), a chat_history.jsonl line, summary.json, or a compaction checkpoint
 --        document; every line kept (a chunk continuing a message is a row of kind 'chunk')
 -- input: lines(file_id, line_no, byte_offset, line) and batch_files(file_id, source,
---        file_epoch, source_file, file_stem, session_hint, parent_session_hint, run_id)
-with parsed as (
+--        file_epoch, source_file, file_stem, session_hint, parent_session_hint, run_id).
+--        An updates.jsonl line comes wrapped by adapters/grok_build.to_lines as {"cv": {offset,
+--        head, body, images, model}, "line": "<the original line>"}: whether it starts a
+--        message (a run of chunks) and, if so, the run's text, images and model, which the
+--        replay of the whole log found. Every fact a row needs is then on its own line.
+with wrapped as (
     select
         l.file_id,
         l.line_no,
         l.byte_offset,
         l.line,
-        json_transform(l.line, '{
+        case when starts_with(l.line, '{"cv": {') then json_transform(l.line, '{
+            "cv": {"offset": "BIGINT", "head": "BOOLEAN", "body": "VARCHAR", "images": ["JSON"],
+                   "model": "VARCHAR"},
+            "line": "VARCHAR"
+        }') end as w
+    from lines as l
+),
+
+parsed as (
+    select
+        file_id,
+        line_no,
+        case when w.line is null then byte_offset else w.cv."offset" end as byte_offset,
+        coalesce(w.line, line) as line,
+        w.cv as cv,
+        json_transform(coalesce(w.line, line), '{
             "timestamp": "DOUBLE", "method": "VARCHAR",
             "params": {"sessionId": "VARCHAR", "update": "JSON",
                        "_meta": {"eventId": "VARCHAR", "agentTimestampMs": "BIGINT", "modelId": "VARCHAR"}},
@@ -23,7 +42,7 @@ with parsed as (
             "agent_name": "VARCHAR", "parent_session_id": "VARCHAR",
             "checkpoint_id": "VARCHAR"
         }') as j
-    from lines as l
+    from wrapped
 ),
 
 shaped as (
@@ -53,8 +72,8 @@ shaped as (
         -- the cwd group folder: a percent-encoded absolute path
         case when line_no = 1 then regexp_extract(f.source_file, '([^/\\]+)[/\\][^/\\]+[/\\][^/\\]+$', 1) end
             as group_folder,
-        coalesce(j.params.update, j.update, case when j.sessionUpdate is not null then l_json end) as u
-    from (select *, line::json as l_json from parsed) as p
+        coalesce(j.params.update, j.update, case when j.sessionUpdate is not null then line::json end) as u
+    from parsed as p
     join batch_files as f on f.file_id = p.file_id
 ),
 
@@ -77,64 +96,18 @@ chunks as (
         up.sessionUpdate as ukind,
         coalesce(lane = 'update' and up.sessionUpdate in ('user_message_chunk', 'agent_message_chunk',
                                                           'agent_thought_chunk'), false) as is_chunk,
-        coalesce(lane = 'update' and up.sessionUpdate in ('user_message_chunk', 'agent_message_chunk',
-                                                          'agent_thought_chunk', 'tool_call', 'tool_call_update'),
-                 false) as ends_run,
-        case when json_type(up.content) = 'OBJECT' then json_transform(up.content,
-            '{"type": "VARCHAR", "text": "VARCHAR", "data": "VARCHAR", "mimeType": "VARCHAR", "uri": "VARCHAR"}')
-        end as chunk_content
+        -- the first chunk of a run (to_lines): it carries the run's message
+        coalesce(lane = 'update' and cv.head, false) as is_head
     from updates
-),
-
-runs as (
-    select
-        *,
-        -- the kind and prompt index of the last line before this one that bears a message
-        last_value(case when ends_run then ukind end ignore nulls) over w as prev_kind,
-        last_value(case when ends_run then coalesce(up._meta.promptIndex, -1) end ignore nulls) over w as prev_prompt,
-        last_value(case when ends_run then up.encrypted_content is not null end ignore nulls) over w as prev_hidden
-    from chunks
-    window w as (partition by file_id order by line_no rows between unbounded preceding and 1 preceding)
-),
-
-heads as (
-    select
-        *,
-        is_chunk and (prev_kind is distinct from ukind
-                      or prev_prompt is distinct from coalesce(up._meta.promptIndex, -1)
-                      or prev_hidden is distinct from (up.encrypted_content is not null)) as is_head
-    from runs
-),
-
-numbered as (
-    select
-        *,
-        sum(case when is_head then 1 else 0 end) over (partition by file_id order by line_no) as run_no
-    from heads
-),
-
-run_text as (
-    select
-        file_id,
-        run_no,
-        nullif(string_agg(case when chunk_content.type = 'text' then chunk_content.text end, '' order by line_no), '')
-            as body,
-        list(json_object('type', 'image', 'media_type', chunk_content.mimeType,
-                         'data_chars', strlen(chunk_content.data)) order by line_no)
-            filter (where chunk_content.type = 'image') as images,
-        any_value(up._meta.modelId) filter (where up._meta.modelId is not null) as run_model
-    from numbered
-    where is_chunk and run_no > 0
-    group by file_id, run_no
 ),
 
 -- chat_history.jsonl content and calls, decoded once
 chat as (
     select
         n.*,
-        r.body as run_body,
-        r.images as run_images,
-        r.run_model,
+        case when is_head then cv.body end as run_body,
+        case when is_head then cv.images end as run_images,
+        case when is_head then cv.model end as run_model,
         case when json_type(j.content) = 'ARRAY' then json_transform(j.content,
             '[{"type": "VARCHAR", "text": "VARCHAR", "url": "VARCHAR"}]') end as parts,
         case when json_type(j.tool_calls) = 'ARRAY' then json_transform(j.tool_calls,
@@ -144,8 +117,7 @@ chat as (
         case when json_type(up.content) = 'ARRAY' then json_transform(up.content,
             '[{"type": "VARCHAR", "content": {"type": "VARCHAR", "text": "VARCHAR"}, "path": "VARCHAR",
               "text": "VARCHAR"}]') end as tool_content
-    from numbered as n
-    left join run_text as r on r.file_id = n.file_id and r.run_no = n.run_no and n.is_head
+    from chunks as n
 ),
 
 texts as (
