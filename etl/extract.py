@@ -17,8 +17,6 @@ from convarch.adapters.base import SourceFile
 from convarch.etl import snapshot as snap
 from convarch.etl.containers import snapshot_whole
 from convarch.etl.duck import HIVE, connect, sql_list
-from convarch.etl.chains import LAST_LINE
-from convarch.etl.chains import whole as chains_whole
 from convarch.etl.index import index_batch
 from convarch.etl.lines import split_snapshot
 from convarch.etl.load import BatchWriter, FileContext, Written
@@ -346,15 +344,6 @@ def _kept_records(prev: dict | None, action: str) -> int:
     """The file's records loaded before that stay live: all of them for an append, none for a
     rewrite; for a replaced tail, session_parts.derive_kept counts them in the lake."""
     return prev["records"] if prev and action not in ("rewrite", "replace_tail") else 0
-
-
-def live_lines(u: dict) -> tuple[tuple[int, int, int], ...]:
-    """(epoch, first line, last line) of each load of a file its current version holds."""
-    versions = sorted(u["versions"], key=lambda v: v[1])
-    if len(versions) < 2:
-        return chains_whole(u["epoch"])
-    lasts = [first - 1 for _, first in versions[1:]] + [LAST_LINE]
-    return tuple((e, first, last) for (e, first), last in zip(versions, lasts))
 
 
 def index(workers: Workers, staging: Path, batches: list[list[RowGroup]], run_id: int,

@@ -22,8 +22,8 @@ from convarch.adapters.base import SourceFile
 from convarch.etl import session_parts
 from convarch.etl import snapshot as snap
 from convarch.etl.layout import Layout
-from convarch.etl.extract import Planned, earlier_context, extract, index, live_lines, reason
-from convarch.etl.chains import materialize
+from convarch.etl.extract import Planned, earlier_context, extract, index, reason
+from convarch.etl.chains import live_lines, materialize
 from convarch.etl.compact import Compaction, compact
 from convarch.etl.load import Written
 from convarch.etl.publish import TABLES, ensure_seeds, publish, read_manifest
@@ -139,7 +139,7 @@ def _ingest(layout, targets, on_plan, progress, wait_seconds, redact, n_workers)
                 loaded += session_parts.lake_records(layout, state)
             written += session_parts.derive(loaded, staging / "parts", run_id)
             written += session_parts.derive_kept(layout, state, [u for u in updates if u["action"] == "replace_tail"],
-                                                 staging / "kept", run_id, live_lines)
+                                                 staging / "kept", run_id)
             summary.extract_seconds = time.monotonic() - t0
             seeds = ensure_seeds(layout)
             t_index = time.monotonic()

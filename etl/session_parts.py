@@ -14,6 +14,7 @@ import duckdb
 import pyarrow as pa
 
 from convarch import sql
+from convarch.etl.chains import live_lines
 from convarch.etl.duck import HIVE, connect, sql_list
 from convarch.etl.layout import Layout
 from convarch.etl.load import Written
@@ -52,11 +53,11 @@ def derive(records: list[Path], staging: Path, run_id: int) -> list[Written]:
 
 
 def derive_kept(layout: Layout, state: duckdb.DuckDBPyConnection, updates: list[dict], staging: Path,
-                run_id: int, live_lines) -> list[Written]:
+                run_id: int) -> list[Written]:
     """The parts of the lines a rewritten file kept from its earlier loads, made again under
     its new epoch: the views count the current epoch's parts only, and an earlier epoch's
     parts also counted the lines that were replaced. Also sets each update's `prev_records`
-    to the records it kept. `live_lines(update)` gives its loads' (epoch, first, last)."""
+    to the records it kept."""
     if not updates:
         return []
     kept = [(u["file_id"], u["epoch"], e, first, last) for u in updates for e, first, last in live_lines(u)
