@@ -88,7 +88,9 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 
 from convarch.adapters import _json_stream as json_stream
+from convarch.adapters import _replayed as replayed
 from convarch.adapters.base import Extract, RootError, SourceFile
+from convarch.etl.duck import connect, is_json_object
 
 NAME = "gemini_cli"
 TITLE = "Gemini CLI"
@@ -184,10 +186,6 @@ def _parse(text: str):
     return json.loads(text)
 
 
-def _wrap(cv: dict, text: str) -> bytes:
-    return json.dumps({"cv": cv, "line": text}, ensure_ascii=False).encode("utf-8")
-
-
 class _Replay:
     """Gemini CLI's message map: id -> line, insertion order kept, last write wins."""
 
@@ -243,32 +241,18 @@ class _Replay:
         self.parent[idx] = self._leaf()
 
 
-def _line_spans(data: bytes) -> list[tuple[int, int]]:
-    """(start, end) of each line of `data`, without its newline; the bytes are sliced out when
-    a line is read, so the lines are never all held beside the file's bytes."""
-    spans = []
-    start, size = 0, len(data)
-    while start < size:
-        end = data.find(b"\n", start)
-        if end < 0:
-            end = size
-        spans.append((start, end))
-        start = end + 1
-    return spans
-
-
 def _oplog_lines(data: bytes, file: SourceFile) -> Iterator[bytes]:
     """Two passes over the lines: the first replays them (which line each message's current
     version is, what it follows) and keeps only each line's op, the second writes each line
     with its facts. A line's text is decoded again in the second pass rather than held with its
     parsed value from the first: a long session's values took several times the file's size."""
-    lines = _line_spans(data)
+    lines = replayed.line_spans(data)
     ops: list[str] = []
     replay = _Replay()
     session_id = header_id = None
     sidechain = False
     for idx, (offset, end) in enumerate(lines):
-        text = _line_text(offset, data[offset:end])
+        text = replayed.line_text(offset, data[offset:end])
         try:
             value = _parse(text) if text is not None and text.strip() else None
         except ValueError:
@@ -301,14 +285,14 @@ def _oplog_lines(data: bytes, file: SourceFile) -> Iterator[bytes]:
     for idx, ((offset, end), op) in enumerate(zip(lines, ops)):
         raw = data[offset:end]
         if op == "bad":
-            text = _line_text(offset, raw)
+            text = replayed.line_text(offset, raw)
             if text is not None and lenient.is_object(text):
                 # a trailing comma, say: it loads, with the file's facts but no replay facts
-                yield _wrap(_cv(replay, idx, None, offset, sid, sidechain), text)
+                yield replayed.wrap(_cv(replay, idx, None, offset, sid, sidechain), text)
             else:
                 yield raw[:-1] if raw.endswith(b"\r") else raw  # not a JSON object: quarantined as is
             continue
-        yield _wrap(_cv(replay, idx, op, offset, sid, sidechain), _line_text(offset, raw))
+        yield replayed.wrap(_cv(replay, idx, op, offset, sid, sidechain), replayed.line_text(offset, raw))
 
 
 class _LenientReader:
@@ -321,23 +305,9 @@ class _LenientReader:
 
     def is_object(self, text: str) -> bool:
         if self._con is None:
-            from convarch.etl.duck import connect
-
             self._con = connect()
-        row = self._con.execute(
-            "select case when json_valid($1) then json_type($1) = 'OBJECT' else false end", [text]).fetchone()
+        row = self._con.execute(f"select {is_json_object('$1')}", [text]).fetchone()
         return bool(row and row[0])
-
-
-def _line_text(offset: int, raw: bytes) -> str | None:
-    """A line's text without its CR (and the file's BOM); None when it is not UTF-8."""
-    content = raw[:-1] if raw.endswith(b"\r") else raw
-    if offset == 0 and content.startswith(b"\xef\xbb\xbf"):
-        content = content[3:]
-    try:
-        return content.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
 
 
 def _cv(replay: _Replay, idx: int, op: str | None, offset: int | None, sid: str, sidechain: bool) -> dict:
@@ -372,10 +342,10 @@ def _conversation_lines(doc: dict, messages: Callable[[], Iterable], file: Sourc
     for i, m in enumerate(messages(), start=1):
         if isinstance(m, dict):
             replay.message(i, m["id"] if isinstance(m.get("id"), str) else None)
-    yield _wrap(_cv(replay, 0, "session", None, sid, sidechain), _dumps(header))
+    yield replayed.wrap(_cv(replay, 0, "session", None, sid, sidechain), _dumps(header))
     for i, m in enumerate(messages(), start=1):
         if isinstance(m, dict):
-            yield _wrap(_cv(replay, i, "message", None, sid, sidechain), _dumps(m))
+            yield replayed.wrap(_cv(replay, i, "message", None, sid, sidechain), _dumps(m))
         else:
             yield _dumps(m).encode("utf-8")  # not an object: quarantined as is
 

@@ -59,9 +59,10 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
+from convarch.adapters import _replayed as replayed
 from convarch.adapters.base import Extract, RootError, SourceFile
 
 NAME = "grok_build"
@@ -163,28 +164,21 @@ def to_lines(copy: Path, file: SourceFile) -> Iterator[bytes]:
     quarantined); ``chat_history.jsonl``: every physical line unchanged; a ``.json`` document:
     itself, as one line."""
     data = copy.read_bytes()
-    bom = 3 if data.startswith(b"\xef\xbb\xbf") else 0
-    data = data[bom:]
     if file.path.suffix == ".json":
-        yield data.replace(b"\r", b" ").replace(b"\n", b" ")
+        body = data[len(replayed.BOM):] if data.startswith(replayed.BOM) else data
+        yield body.replace(b"\r", b" ").replace(b"\n", b" ")
         return
-    spans, start = [], 0
-    while start < len(data):
-        end = data.find(b"\n", start)
-        end = len(data) if end < 0 else end
-        spans.append((start, end))
-        start = end + 1
-    lines = [data[a:b - 1] if b > a and data[b - 1:b] == b"\r" else data[a:b] for a, b in spans]
+    spans = replayed.line_spans(data)
     if file.path.stem == "chat_history":
-        yield from lines
+        for start, end in spans:
+            yield replayed.line_bytes(start, data[start:end])
         return
-    facts = _runs(lines)
-    for (offset, _end), raw, cv in zip(spans, lines, facts):
+    facts = _runs(replayed.line_text(start, data[start:end]) for start, end in spans)
+    for (start, end), cv in zip(spans, facts):
         if cv is None:
-            yield raw
+            yield replayed.line_bytes(start, data[start:end])
         else:
-            yield json.dumps({"cv": {"offset": offset + bom, **cv}, "line": raw.decode("utf-8")},
-                             ensure_ascii=False).encode("utf-8")
+            yield replayed.wrap({"offset": start, **cv}, replayed.line_text(start, data[start:end]))
 
 
 CHUNKS = ("user_message_chunk", "agent_message_chunk", "agent_thought_chunk")
@@ -192,7 +186,7 @@ CHUNKS = ("user_message_chunk", "agent_message_chunk", "agent_thought_chunk")
 ENDS_RUN = (*CHUNKS, "tool_call", "tool_call_update")
 
 
-def _runs(lines: list[bytes]) -> list[dict | None]:
+def _runs(lines: Iterable[str | None]) -> list[dict | None]:
     """Each line's facts: whether it starts a run of chunks (a message) and, for a run's first
     line, the run's text, images and model; None for a line that is not a JSON object. A run
     starts at a chunk whose kind, prompt index or hiddenness differs from the last line that
@@ -200,9 +194,9 @@ def _runs(lines: list[bytes]) -> list[dict | None]:
     facts: list[dict | None] = []
     heads: list[dict] = []
     last = None                                   # (kind, prompt, hidden) of the last run-ending line
-    for raw in lines:
+    for text in lines:
         try:
-            value = json.loads(raw)
+            value = json.loads(text) if text is not None else None
         except ValueError:
             value = None
         if not isinstance(value, dict):

@@ -14,6 +14,13 @@ def connect(path: Path | str = ":memory:", *, read_only: bool = False, **config:
     return duckdb.connect(str(path), read_only=read_only, config={**OFFLINE, **config})
 
 
+def is_json_object(expr: str) -> str:
+    """SQL that is true when the text `expr` is a JSON object as DuckDB reads it (which is more
+    leniently than Python does): the loader's test of every line, and Gemini CLI's of the lines
+    its replay could not read."""
+    return f"case when json_valid({expr}) then json_type({expr}) = 'OBJECT' else false end"
+
+
 def sql_literal(s: str) -> str:
     """A string as a SQL literal, for the file lists and paths DuckDB cannot take as parameters."""
     return "'" + s.replace("'", "''") + "'"

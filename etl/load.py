@@ -22,6 +22,7 @@ import pyarrow.parquet as pq
 
 from convarch import sql
 from convarch.adapters.base import MALFORMED_ROW, Extract
+from convarch.etl.duck import is_json_object
 from convarch.etl.lines import BadLine
 
 if TYPE_CHECKING:
@@ -293,7 +294,7 @@ class BatchWriter:
         try:
             suspects = con.execute(
                 "select file_id, line_no, byte_offset, line, "
-                "case when json_valid(line) then json_type(line) = 'OBJECT' else false end as ok "
+                f"{is_json_object('line')} as ok "
                 f"from lines_checked where {braced}not starts_with(line, '{{')"
             ).fetchall()
             bad = [(fid, no, off, line) for fid, no, off, line, ok in suspects if not ok]
