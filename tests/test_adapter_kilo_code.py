@@ -9,12 +9,14 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import sqlite3
 from pathlib import Path
 
 import pytest
 
 from conftest import REPO, tree_fingerprint
+from convarch import sql
 from convarch.adapters import kilo_code
 from convarch.adapters.base import RootError
 from convarch.cli.targets import default_targets
@@ -203,3 +205,14 @@ def test_resolve_root(tmp_path):
             bad.mkdir()
         with pytest.raises(RootError):
             kilo_code.resolve_root(bad)
+
+
+def test_a_database_rows_data_is_typed_as_an_extension_element_is():
+    """cline_family__records types an extension's `item` in the line's parse and a kilo.db
+    row's `data` apart, and coalesces the two: a field added to one only would silently come
+    out null from the other, so the two structs are held to be the same."""
+    text = sql.read("extract/cline_family__records")
+    line = json.loads(re.search(r"json_transform\(l\.line, '(\{.*?\})'\) as j", text, re.S).group(1))
+    data = json.loads(re.search(r"json_transform\(data, '(\{.*?\})'\)\) as d", text, re.S).group(1))
+    assert line["item"] == data
+    assert "content" in data and "tokens" in data

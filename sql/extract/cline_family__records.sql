@@ -87,6 +87,8 @@ documents as (
             when j.rec is null and j."table" = 'session_message' then 'oc_session_message'
             else 'unknown'
         end as fam,
+        -- a kilo.db row's data, typed as `item` is above and kept the same: a field added to
+        -- one only would come out null from the other (coalesce casts one struct to the other)
         coalesce(j.item, json_transform(data, '{
             "id": "VARCHAR", "role": "VARCHAR", "type": "VARCHAR", "say": "VARCHAR", "ask": "VARCHAR",
             "text": "VARCHAR", "ts": "BIGINT", "content": "JSON",
