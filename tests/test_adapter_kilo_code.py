@@ -213,6 +213,6 @@ def test_a_database_rows_data_is_typed_as_an_extension_element_is():
     out null from the other, so the two structs are held to be the same."""
     text = sql.read("extract/cline_family__records")
     line = json.loads(re.search(r"json_transform\(l\.line, '(\{.*?\})'\) as j", text, re.S).group(1))
-    data = json.loads(re.search(r"json_transform\(data, '(\{.*?\})'\)\) as d", text, re.S).group(1))
+    data = json.loads(re.search(r"json_transform\(j\.data, '(\{.*?\})'\)\) as d", text, re.S).group(1))
     assert line["item"] == data
     assert "content" in data and "tokens" in data

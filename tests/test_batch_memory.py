@@ -22,11 +22,6 @@ from convarch.etl.workers import MEMORY_BUDGET_MB
 from test_lines_stand_alone import store_lines
 
 LONG = 6000
-#: Adapters whose queries still need a full batch of long lines cut in halves: Kilo Code's
-#: kilo.db rows have their `data` taken out as JSON and parsed again, and OpenHands builds every
-#: event's blocks as JSON for the shared blocks query to parse back. Strict, so one that starts
-#: to fit is noticed.
-STILL_HALVED = {"kilo_code", "openhands"}
 
 
 def grown(value):
@@ -58,10 +53,7 @@ def full_batch(name: str, tmp_path) -> tuple[pa.Table, pa.Table]:
     return pa.Table.from_pylist(rows), files
 
 
-@pytest.mark.parametrize("name", [
-    pytest.param(n, marks=pytest.mark.xfail(strict=True, reason="still loaded in halves"))
-    if n in STILL_HALVED else n
-    for n in sorted(adapters.ADAPTERS)])
+@pytest.mark.parametrize("name", sorted(adapters.ADAPTERS))
 def test_a_full_batch_of_long_lines_loads_within_a_workers_memory(name, tmp_path):
     lines, files = full_batch(name, tmp_path)
     ext = adapters.ADAPTERS[name].EXTRACT

@@ -235,7 +235,7 @@ typed as (
 classified as (
     select
         * exclude (block_list, lane, step_type_name, n_calls, is_tool_step, user_request, content_text),
-        case when len(block_list) > 0 then to_json(block_list) end as content,
+        case when len(block_list) > 0 then block_list end as content,
         case
             when lane = 'db' and record_type = 'trajectory_meta' then 'metadata'
             when lane = 'db' then 'unknown'

@@ -30,13 +30,14 @@ with parsed as (
         l.line,
         -- `item` (an extension's element) is typed here, in the line's one parse: taken out as
         -- JSON and parsed again, each message was held twice more, and a batch of long tool
-        -- output ran a worker out of memory. A kilo.db row's `data` is read apart (below).
+        -- output ran a worker out of memory. A kilo.db row's `data` and parts are taken out
+        -- here too, as JSON: each part's data is handed on with its id (below).
         json_transform(l.line, '{
             "rec": "VARCHAR", "table": "VARCHAR", "section": "VARCHAR", "format": "VARCHAR",
             "session_id": "VARCHAR", "xml_blocks": "JSON",
             "id": "VARCHAR", "type": "VARCHAR", "parent_id": "VARCHAR", "directory": "VARCHAR",
             "title": "VARCHAR", "version": "VARCHAR", "time_created": "BIGINT",
-            "model": "JSON", "parts": "JSON",
+            "model": "JSON", "data": "JSON", "parts": [{"id": "VARCHAR", "data": "JSON"}],
             "item": {
                 "id": "VARCHAR", "role": "VARCHAR", "type": "VARCHAR", "say": "VARCHAR", "ask": "VARCHAR",
                 "text": "VARCHAR", "ts": "BIGINT", "content": "JSON",
@@ -63,13 +64,6 @@ with parsed as (
     from lines as l
 ),
 
-with_data as (
-    select
-        *,
-        case when j."table" is not null then json_extract(line, '$.data') end as data
-    from parsed
-),
-
 documents as (
     select
         p.*,
@@ -89,7 +83,7 @@ documents as (
         end as fam,
         -- a kilo.db row's data, typed as `item` is above and kept the same: a field added to
         -- one only would come out null from the other (coalesce casts one struct to the other)
-        coalesce(j.item, json_transform(data, '{
+        coalesce(j.item, json_transform(j.data, '{
             "id": "VARCHAR", "role": "VARCHAR", "type": "VARCHAR", "say": "VARCHAR", "ask": "VARCHAR",
             "text": "VARCHAR", "ts": "BIGINT", "content": "JSON",
             "modelInfo": {"modelId": "VARCHAR", "id": "VARCHAR"},
@@ -112,8 +106,8 @@ documents as (
                        "cache": {"read": "BIGINT", "write": "BIGINT"}}
         }')) as d,
         -- apart: struct fields are case-insensitive and HistoryItem has `modelId`
-        json_extract_string(data, '$.modelID') as oc_model_id
-    from with_data as p
+        json_extract_string(j.data, '$.modelID') as oc_model_id
+    from parsed as p
 ),
 
 -- the content blocks of a message: the stored array (a string is one text block), the XML
@@ -127,10 +121,22 @@ contents as (
                 json_transform(d.content, '["JSON"]'), json_transform(j.xml_blocks, '["JSON"]')))
             when fam in ('api', 'sdk') and json_type(d.content) = 'VARCHAR' then to_json(list_concat(
                 [json_object('type', 'text', 'text', d.content ->> '$')], json_transform(j.xml_blocks, '["JSON"]')))
-            when fam = 'oc_message' and json_type(j.parts) = 'ARRAY' then to_json(list_transform(
-                json_transform(j.parts, '[{"id": "VARCHAR", "data": "JSON"}]'),
-                lambda p: json_merge_patch(p.data, json_object('id', p.id))))
-            when fam = 'oc_part' then to_json([json_merge_patch(data, json_object('id', j.id))])
+            -- a part's data with its id first (the first of two keys is the one read): built
+            -- as text, since merging each part with json_merge_patch and writing the list out
+            -- with to_json held a batch of long tool output several times over
+            when fam = 'oc_message' and j.parts is not null then '[' || array_to_string(list_transform(j.parts,
+                lambda p: case
+                    when starts_with(p.data, '{') and p.data <> '{}' and p.id is not null
+                        then '{"id":' || to_json(p.id) || ',' || substr(p.data, 2)
+                    when starts_with(p.data, '{') and p.id is null then p.data
+                    else json_object('id', p.id)
+                end), ',') || ']'
+            when fam = 'oc_part' then '[' || case
+                when starts_with(j.data, '{') and j.data <> '{}' and j.id is not null
+                    then '{"id":' || to_json(j.id) || ',' || substr(j.data, 2)
+                when starts_with(j.data, '{') and j.id is null then j.data
+                else json_object('id', j.id)
+            end || ']'
         end as content
     from documents
 ),

@@ -289,7 +289,7 @@ typed as (
 classified as (
     select
         * exclude (block_list, lane, ukind, is_head, is_chunk, encrypted, synthetic_reason, calls, chat_type),
-        case when len(block_list) > 0 then to_json(block_list) end as content,
+        case when len(block_list) > 0 then block_list end as content,
         case
             when lane = 'summary' then 'metadata'
             when lane = 'checkpoint' then 'compaction_checkpoint'

@@ -150,7 +150,7 @@ typed as (
 classified as (
     select
         * exclude (block_list, part_types),
-        case when len(block_list) > 0 then to_json(block_list) end as content,
+        case when len(block_list) > 0 then block_list end as content,
         case
             when record_type = 'sessions' then 'metadata'
             when record_type = 'usage_events' then 'token_count'

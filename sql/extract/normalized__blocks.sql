@@ -1,21 +1,13 @@
 -- grain: one row per content block of a record whose extraction SQL already normalized its
 --        blocks (OpenHands, Antigravity, Grok Build, grok-cli): text, thinking, image,
 --        tool_use, tool_result; a call's tool_use and its result's tool_result share call_id
--- input: records_batch, whose `content` is a JSON array of normalized blocks {type, text,
---        call_id, tool_name, tool_input, output_text, is_error, media_type, data_chars}
-with exploded_parsed as (
-    -- each list parsed once (null unless `content` is a list) and unnested below beside its
-    -- subscripts: unnesting range(json_array_length(...)) too parsed it again, and a batch
-    -- of long tool output then took several times its bytes
-    select *, json_transform(content, '[{
-            "type": "VARCHAR", "text": "VARCHAR", "call_id": "VARCHAR", "tool_name": "VARCHAR",
-            "tool_input": "JSON", "output_text": "VARCHAR", "is_error": "BOOLEAN",
-            "media_type": "VARCHAR", "data_chars": "BIGINT"
-        }]') as content_list
-    from records_batch
-),
-
-exploded as (
+-- input: records_batch, whose `content` is a list of normalized blocks, each a JSON object
+--        {type, text, call_id, tool_name, tool_input, output_text, is_error, media_type,
+--        data_chars} built by the records query (not stored: raw keeps every byte)
+with exploded as (
+    -- the list is unnested beside its subscripts and each block parsed once, alone: the
+    -- records query writing the list out as one JSON document for this query to parse back
+    -- held a batch's tool output several times over and ran a worker out of memory
     select
         source,
         session_id,
@@ -24,10 +16,21 @@ exploded as (
         line_no,
         message_id,
         month,
-        unnest(content_list) as b,
-        generate_subscripts(content_list, 1) - 1 as block_index
-    from exploded_parsed
-    where content_list is not null
+        unnest(content) as block_json,
+        generate_subscripts(content, 1) - 1 as block_index
+    from records_batch
+    where content is not null
+),
+
+parsed as (
+    select
+        * exclude (block_json),
+        json_transform(block_json, '{
+            "type": "VARCHAR", "text": "VARCHAR", "call_id": "VARCHAR", "tool_name": "VARCHAR",
+            "tool_input": "JSON", "output_text": "VARCHAR", "is_error": "BOOLEAN",
+            "media_type": "VARCHAR", "data_chars": "BIGINT"
+        }') as b
+    from exploded
 ),
 
 final as (
@@ -49,7 +52,7 @@ final as (
         b.media_type,
         b.data_chars,
         month
-    from exploded
+    from parsed
 )
 
 select * from final

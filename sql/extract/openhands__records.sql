@@ -297,7 +297,7 @@ classified as (
             when prompt_total is null then null
             else greatest(prompt_total - coalesce(cache_read_tokens, 0) - coalesce(cache_creation_tokens, 0), 0)
         end as input_tokens,
-        case when len(block_list) > 0 then to_json(block_list) end as content,
+        case when len(block_list) > 0 then block_list end as content,
         case
             when record_type in ('base_state', 'conversation_metadata') then 'metadata'
             when record_type = 'MessageEvent' and role = 'user' then 'prompt'
