@@ -12,12 +12,17 @@ def _line(envelope: dict, value: bytes | str | None) -> bytes:
     """The envelope as JSON with the row's JSON text spliced in verbatim as ``value``.
 
     Only called with text that parsed, so the result is one valid JSON object."""
-    head = json.dumps(envelope, ensure_ascii=False, separators=(",", ":"))[:-1]
+    return _splice(json.dumps(envelope, ensure_ascii=False, separators=(",", ":"))[:-1], value)
+
+
+def _splice(head: str, value: bytes | str | None) -> bytes:
+    """`head` (an envelope's JSON without its closing brace) with ``value`` as its last member.
+    A lone surrogate (JSON text may name one, UTF-8 cannot carry it) becomes '?'."""
     if value is None:
-        return (head + ',"value":null}').encode("utf-8")
+        return (head + ',"value":null}').encode("utf-8", "replace")
     if isinstance(value, str):
-        value = value.encode("utf-8")
-    return head.encode("utf-8") + b',"value":' + value.strip() + b"}"
+        value = value.encode("utf-8", "replace")
+    return head.encode("utf-8", "replace") + b',"value":' + value.strip() + b"}"
 
 
 def _malformed(where: str, raw: bytes | str | None, error: str) -> bytes:
@@ -32,10 +37,16 @@ def _no_constants(name: str):
     raise ValueError(f"{name} is not JSON")
 
 
+#: one decoder for every row: json.loads with a keyword builds a decoder per call
+_DECODER = json.JSONDecoder(parse_constant=_no_constants)
+
+
 def _parse(raw: bytes | str) -> object:
     if isinstance(raw, bytes):
         raw = raw.decode("utf-8")
-    return json.loads(raw, parse_constant=_no_constants)
+    if raw.startswith("\ufeff"):
+        return json.loads(raw)        # refused, with json.loads's own message
+    return _DECODER.decode(raw)
 
 
 def _s(value) -> str:

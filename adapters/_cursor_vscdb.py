@@ -5,7 +5,9 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterator
 
-from convarch.adapters._cursor_rows import _as_text, _dump, _line, _malformed, _parse, _s
+from json.encoder import encode_basestring as _json_text
+
+from convarch.adapters._cursor_rows import _as_text, _dump, _line, _malformed, _parse, _s, _splice
 from convarch.adapters.base import SourceFile
 
 ITEM_KEYS = (
@@ -27,6 +29,18 @@ def _vscdb_lines(con: sqlite3.Connection, tables: set[str], file: SourceFile) ->
 def _kv(con: sqlite3.Connection, key: str):
     row = con.execute("select value from cursorDiskKV where key = ?", (key,)).fetchone()
     return None if row is None else row[0]
+
+
+#: Keys looked up per statement: a statement per bubble was a third of the time it took to
+#: read a store (66,000 bubbles: 0.58 of 1.77 s), and a chunk bounds what is held at once.
+LOOKUP_CHUNK = 256
+
+
+def _kvs(con: sqlite3.Connection, keys: list[str]) -> dict[str, bytes | str]:
+    """The non-null values of those of `keys` that exist, in one statement."""
+    marks = ",".join("?" * len(keys))
+    return {_s(k): v for k, v in con.execute(
+        f"select key, value from cursorDiskKV where key in ({marks}) and value is not null", keys)}
 
 
 def _key_range(prefix: str) -> tuple[str, str]:
@@ -94,38 +108,57 @@ def _composer_lines(con: sqlite3.Connection) -> Iterator[bytes]:
 
 
 def _bubble_lines(con: sqlite3.Connection, cid: str, order: list[str], ctx: dict) -> Iterator[bytes]:
+    """A composer's bubbles: those its headers name, in their order (a bubble named twice
+    once, at its first place), then the rest of its bubbles in key order; each read in chunks
+    of LOOKUP_CHUNK keys."""
     done: set[str] = set()
-    for i, bid in enumerate(order):
-        if bid in done:
-            continue
-        key = f"bubbleId:{cid}:{bid}"
-        raw = _kv(con, key)
-        if raw is None:
-            continue
-        done.add(bid)
-        yield _bubble_line(key, cid, bid, i, raw, ctx)
-    lo, hi = _key_range(f"bubbleId:{cid}:")
-    keys = [_s(k) for (k,) in con.execute(
-        "select key from cursorDiskKV where key >= ? and key < ? order by key", (lo, hi))]
-    for key in keys:
-        bid = key[len(lo):]
-        if bid in done:
-            continue
-        raw = _kv(con, key)
-        if raw is None:
-            continue
-        yield _bubble_line(key, cid, bid, None, raw, ctx)
+    prefix = f"bubbleId:{cid}:"
+    envelope = BubbleEnvelope(cid, ctx)
+    for start in range(0, len(order), LOOKUP_CHUNK):
+        chunk = order[start:start + LOOKUP_CHUNK]
+        values = _kvs(con, [prefix + bid for bid in dict.fromkeys(chunk) if bid not in done])
+        for i, bid in enumerate(chunk, start):
+            if bid in done:
+                continue
+            raw = values.get(prefix + bid)
+            if raw is None:
+                continue
+            done.add(bid)
+            yield _bubble_line(envelope, prefix + bid, bid, i, raw)
+    lo, hi = _key_range(prefix)
+    rest = [k for k in (_s(k)[len(lo):] for (k,) in con.execute(
+        "select key from cursorDiskKV where key >= ? and key < ? order by key", (lo, hi))) if k not in done]
+    for start in range(0, len(rest), LOOKUP_CHUNK):
+        chunk = rest[start:start + LOOKUP_CHUNK]
+        values = _kvs(con, [prefix + bid for bid in chunk])
+        for bid in chunk:
+            raw = values.get(prefix + bid)
+            if raw is not None:
+                yield _bubble_line(envelope, prefix + bid, bid, None, raw)
 
 
-def _bubble_line(key: str, cid: str, bid: str, seq: int | None, raw, ctx: dict) -> bytes:
+class BubbleEnvelope:
+    """The envelope of a composer's bubble lines, written as _line writes it: the parts all
+    its bubbles share are encoded once (json.dumps of each bubble's envelope was a fifth of
+    the time it took to read a store)."""
+
+    def __init__(self, cid: str, ctx: dict):
+        self._cid = _json_text(cid)
+        self._tail = ',"inline":false' + ("," + _dump(ctx)[1:-1] if ctx else "")
+
+    def head(self, key: str, bid: str, seq: int | None) -> str:
+        return ('{"_src":"vscdb","_table":"cursorDiskKV","_key":' + _json_text(key)
+                + ',"_type":"bubble","composerId":' + self._cid + ',"bubbleId":' + _json_text(bid)
+                + ',"seq":' + ("null" if seq is None else str(int(seq))) + self._tail)
+
+
+def _bubble_line(envelope: BubbleEnvelope, key: str, bid: str, seq: int | None, raw) -> bytes:
     raw = _as_text(raw)
     try:
         _parse(raw)
     except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         return _malformed(f"cursorDiskKV[{key}]", raw, str(exc))
-    env = {"_src": "vscdb", "_table": "cursorDiskKV", "_key": key, "_type": "bubble",
-           "composerId": cid, "bubbleId": bid, "seq": seq, "inline": False, **ctx}
-    return _line(env, raw)
+    return _splice(envelope.head(key, bid, seq), raw)
 
 
 def _item_lines(con: sqlite3.Connection, scope: str) -> Iterator[bytes]:

@@ -10,9 +10,11 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import PEER, REPO, tree_fingerprint
-from convarch.adapters import cursor
+from convarch.adapters import _cursor_rows, _cursor_vscdb, cursor
 from convarch.adapters.base import RootError
 from convarch.etl.ingest import ingest
 from convarch.etl.layout import Layout
@@ -569,3 +571,52 @@ def test_discovery_reads_only_conversation_places(tmp_path):
     one = home / ".cursor" / "projects" / "home-demo-shop" / "agent-transcripts" / chat / f"{chat}.jsonl"
     assert [sf.session_hint for sf in cursor.discover(cursor.resolve_root(one))] == [f"transcript:{chat}"]
     assert os.path.islink(cur / "projects" / "linked")
+
+
+# --------------------------------------------------------------------------- reading speed
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(), inner, max_size=3), max_leaves=8)
+
+
+@settings(max_examples=300, deadline=None)
+@given(cid=st.text(), bid=st.text(), seq=st.none() | st.integers(min_value=0),
+       ctx=st.none() | st.fixed_dictionaries({"composerCreatedAt": json_values, "parentComposerId": st.none() | st.text()}),
+       value=st.sampled_from(['{"type":1}', ' {"text":"é 🚀"} ', b'{"a":[1,2]}']))
+def test_a_bubble_envelope_is_written_as_any_other_envelope(cid, bid, seq, ctx, value):
+    """Bubble lines encode what all of a composer's bubbles share once; the bytes must be
+    those of the generic envelope, or every Cursor store would load again as changed."""
+    ctx = ctx or {}
+    key = f"bubbleId:{cid}:{bid}"
+    env = {"_src": "vscdb", "_table": "cursorDiskKV", "_key": key, "_type": "bubble",
+           "composerId": cid, "bubbleId": bid, "seq": seq, "inline": False, **ctx}
+    fast = _cursor_rows._splice(_cursor_vscdb.BubbleEnvelope(cid, ctx).head(key, bid, seq), value)
+    assert fast == _cursor_rows._line(env, value)
+    assert json.loads(fast)["_key"] == key
+
+
+def test_bubbles_read_in_chunks_give_the_lines_of_one_lookup_each(tmp_path, monkeypatch):
+    """Bubbles are looked up LOOKUP_CHUNK keys a statement: a bubble named twice across a
+    chunk's edge still comes once, at its first place; missing and NULL ones are skipped; the
+    ones no header names follow in key order."""
+    cid = "c1"
+    order = ["b05", "b01", "gone", "b02", "b01", "nul", "b03", "b05", "b04"]
+    disk = {f"composerData:{cid}": {"composerId": cid, "createdAt": 1770000000000,
+                                    "fullConversationHeadersOnly": [{"bubbleId": b} for b in order]},
+            f"bubbleId:{cid}:nul": None}
+    for b in ("b01", "b02", "b03", "b04", "b05", "x2", "x1"):
+        disk[f"bubbleId:{cid}:{b}"] = {"type": 1, "text": b}
+    path = make_vscdb(tmp_path / "User" / "globalStorage" / "state.vscdb", disk)
+    sf = next(sf for sf in cursor.discover(cursor.resolve_root(tmp_path / "User")) if sf.path == path)
+
+    def lines(chunk: int) -> list[bytes]:
+        monkeypatch.setattr(_cursor_vscdb, "LOOKUP_CHUNK", chunk)
+        return list(cursor.to_lines(path, sf))
+
+    one_each = lines(1)
+    got = [(json.loads(line)["bubbleId"], json.loads(line)["seq"]) for line in one_each[:-1]]
+    assert got == [("b05", 0), ("b01", 1), ("b02", 3), ("b03", 6), ("b04", 8), ("x1", None), ("x2", None)]
+    for chunk in (2, 3, 4, 256):
+        assert lines(chunk) == one_each
