@@ -6,6 +6,7 @@ commits what this returns.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -22,6 +23,7 @@ from convarch.etl.lines import split_snapshot
 from convarch.etl.load import BatchWriter, FileContext, Written
 from convarch.etl.partfiles import PerWorker, RowGroup
 from convarch.etl.redact import Redactor, redact_json_line
+from convarch.etl.shared_batches import Job, SharedBatches
 from convarch.etl.workers import Workers
 
 if TYPE_CHECKING:
@@ -195,22 +197,43 @@ def extract(staging, run_id, state, changed: list[Planned], summary: Summary, pr
     parts = PerWorker(run_id, staging / "out", "w")
     learnt: dict[str, int] = {}       # batch sizes that fit a worker's memory (BatchWriter.learnt)
 
+    def writer_for(con, extract, context: pa.Table | None = None) -> BatchWriter:
+        return BatchWriter(run_id, staging / "out", extract, con, batch_numbers, parts.mine(), context, learnt)
+
+    planned = units(changed)
+    shared = SharedBatches(workers.n, len(planned), writer_for) if workers.n > 1 and len(planned) else None
+
     def load(con, unit: Unit) -> UnitResult:
         from convarch import adapters
 
-        writer = BatchWriter(run_id, staging / "out", adapters.get(unit.source).EXTRACT, con, batch_numbers,
-                             parts.mine(), earlier.get(unit.source), learnt)
+        extract_ = adapters.get(unit.source).EXTRACT
+        writer = writer_for(con, extract_, earlier.get(unit.source))
         result = UnitResult(unit, [], [], [], set(), [], 0)
-        for p in unit.plans:
-            upd = read_file(p, writer, snapdir, result, redacting)
-            if upd is not None:
-                result.updates.append(upd)
-        writer.flush()
+        mine: list[Job] = []
+        # a batch that carries context to the next one is loaded in order, here
+        flush = writer.flush if shared is None or extract_.context else lambda: shared.hand_over(con, writer, mine)
+        try:
+            for p in unit.plans:
+                upd = read_file(p, writer, snapdir, result, redacting, flush)
+                if upd is not None:
+                    result.updates.append(upd)
+            writer.flush()
+            if mine:
+                shared.collect(con, writer, mine)
+        finally:
+            if shared is not None:
+                shared.finished(mine)
         for u in result.updates:
             u["records_added"] = writer.records_by_file.get(u["file_id"], 0)
             u["quarantined_added"] = writer.quarantined_by_file.get(u["file_id"], 0)
         result.written, result.batches, result.sessions = writer.written, writer.batches, writer.sessions
         return result
+
+    def task(con, unit: Unit | None) -> UnitResult | None:
+        if unit is None:           # a worker with no unit left loads other units' batches
+            shared.help(con)
+            return None
+        return load(con, unit)
 
     written: list[Written] = []
     updates: list[dict] = []
@@ -218,7 +241,9 @@ def extract(staging, run_id, state, changed: list[Planned], summary: Summary, pr
     batches: list[list[RowGroup]] = []
     same: list[Planned] = []
     try:
-        results = list(_each(workers.map_unordered(load, units(changed)), progress))
+        helpers = [None] * (workers.n - 1) if shared is not None else []
+        results = [r for r in _each(workers.map_unordered(task, planned + helpers, shared.stop if shared else None),
+                                      progress) if r is not None]
     except BaseException:
         parts.abandon()
         raise
@@ -237,12 +262,13 @@ def extract(staging, run_id, state, changed: list[Planned], summary: Summary, pr
 
 def _each(results, progress):
     for r in results:
-        if progress:
+        if progress and r is not None:
             progress(r.unit.nbytes)
         yield r
 
 
-def read_file(p: Planned, writer: BatchWriter, snapdir: Path, result: UnitResult, redacting: bool) -> dict | None:
+def read_file(p: Planned, writer: BatchWriter, snapdir: Path, result: UnitResult, redacting: bool,
+              flush: Callable[[], None] | None = None) -> dict | None:
     from convarch import adapters
 
     prev = p.prev
@@ -290,7 +316,7 @@ def read_file(p: Planned, writer: BatchWriter, snapdir: Path, result: UnitResult
         writer.add(ctx, batch.table, batch.bad, batch.nbytes)
         lines_read += batch.lines
         if writer.pending_bytes >= FLUSH_BYTES:
-            writer.flush()
+            (flush or writer.flush)()
     dest.unlink()
     if transform is not None:
         result.redacted += sum(redactor.counts.values())

@@ -57,7 +57,11 @@ class Workers:
             self._local.con = con
         return con
 
-    def map_unordered(self, fn: Callable[[duckdb.DuckDBPyConnection, T], R], items: Iterable[T]) -> Iterator[R]:
+    def map_unordered(self, fn: Callable[[duckdb.DuckDBPyConnection, T], R], items: Iterable[T],
+                      stop: Callable[[], None] | None = None) -> Iterator[R]:
+        """`fn` over `items` on the threads; `stop`, when given, is called once the results
+        are all in or the caller stopped early (a failure, Ctrl-C), before waiting for the
+        tasks still running: a task that waits on others (etl/shared_batches.py) is told to end."""
         items = list(items)
         if self.n == 1 or len(items) <= 1:
             for item in items:
@@ -72,6 +76,8 @@ class Workers:
         finally:
             for fut in futures:
                 fut.cancel()
+            if stop is not None:
+                stop()
             for fut in futures:      # nothing may still write into staging once we return
                 if not fut.cancelled():
                     fut.exception()

@@ -2,7 +2,9 @@
 agrees with the careful Python one byte for byte."""
 from __future__ import annotations
 
+import re
 import subprocess
+import threading
 import sys
 from pathlib import Path
 
@@ -14,11 +16,13 @@ from convarch.adapters import claude_code
 from convarch.etl import chains
 from convarch.etl import extract as extract_mod
 from convarch.etl import load
+from convarch.etl import shared_batches
 from convarch.etl import lines
 from convarch.etl.ingest import ingest
 from convarch.etl.layout import Layout
 from helpers import rows
 from test_reliability import corpus
+from stories import Story
 
 TABLES = {
     "stg_records": "file_id, line_no, byte_offset, session_id, record_type, kind, text, hash(raw)",
@@ -157,3 +161,86 @@ def test_cutting_a_big_snapshot_keeps_memory_to_a_few_chunks(tmp_path):
     rows, grown_mb = map(int, out.stdout.split())
     assert rows == 64 * 1024
     assert grown_mb < 128, f"peak memory grew by {grown_mb} MB reading a 256 MB snapshot"
+
+
+def test_one_big_file_is_loaded_on_every_worker(tmp_path, monkeypatch):
+    """A single big file used to be loaded batch after batch by one worker; its full batches
+    now go to whichever worker is free (etl/shared_batches.py), and the archive is the same,
+    counts and quarantine included."""
+    root = tmp_path / "home" / ".claude"
+    s = Story("one-big-session", cwd="/home/demo/big")
+    s.user("a long task")
+    for j in range(600):
+        if j % 3 == 0:
+            s.bash(f"pytest -q t{j}.py", "ok " * (j % 97 + 1), exit_code=j % 2)
+        else:
+            s.assistant(f"step {j} " * (j % 23 + 1))
+    path = s.write(root / "projects")
+    with open(path, "ab") as fh:
+        fh.write(b'{"type": "user", not json\n\xff\xfe not utf8\n')
+    monkeypatch.setattr(extract_mod, "FLUSH_BYTES", 32 << 10)    # dozens of batches of one file
+    monkeypatch.setattr(lines, "READ_CHUNK", 16 << 10)
+    results, workers_seen = {}, {}
+    for n in (1, 2, 4):
+        db = tmp_path / f"w{n}" / "convarch.duckdb"
+        got = ingest(Layout(db), [(claude_code, claude_code.resolve_root(root))], workers=n)
+        assert (got.files_changed, got.quarantined) == (1, 2)
+        assert rows(db, "select sum(records) from source_files") == rows(db, "select count(*) from stg_records")
+        results[n] = snapshot_of(db)
+        lake = db.parent / "convarch.d" / "lake" / "records" / "source=claude_code"
+        workers_seen[n] = {re.search(r"_w(\d\d)_", f.name).group(1) for f in lake.rglob("*.parquet")}
+    assert len(results[1]["stg_records"]) > 500
+    for view in TABLES:
+        assert results[2][view] == results[1][view], view
+        assert results[4][view] == results[1][view], view
+    assert workers_seen[1] == {"00"}
+    assert len(workers_seen[2]) == 2 and len(workers_seen[4]) >= 2
+
+
+def test_a_shared_batch_that_fails_fails_the_run_and_nothing_waits_forever(tmp_path, monkeypatch):
+    """A batch handed to another worker fails there: its unit raises the error, the workers
+    still waiting for batches are told to stop, and the run commits nothing."""
+    root = tmp_path / "home" / ".claude"
+    s = Story("one-big-session", cwd="/home/demo/big")
+    for j in range(300):
+        s.assistant(f"step {j} " * (j % 23 + 1))
+    s.write(root / "projects")
+    corpus(root / "projects", files=4, seed=6)
+    monkeypatch.setattr(extract_mod, "FLUSH_BYTES", 16 << 10)
+    monkeypatch.setattr(lines, "READ_CHUNK", 8 << 10)
+    calls = {"n": 0}
+    real = load.BatchWriter.flush
+
+    def flaky(self):
+        calls["n"] += 1
+        if calls["n"] == 5:
+            raise RuntimeError("disk full (simulated)")
+        return real(self)
+
+    monkeypatch.setattr(load.BatchWriter, "flush", flaky)
+    handed = {"n": 0}
+    real_hand_over = shared_batches.SharedBatches.hand_over
+
+    def counted(self, *args):
+        handed["n"] += 1
+        return real_hand_over(self, *args)
+
+    monkeypatch.setattr(shared_batches.SharedBatches, "hand_over", counted)
+    db = tmp_path / "wh" / "convarch.duckdb"
+    outcome = {}
+
+    def run():
+        try:
+            ingest(Layout(db), [(claude_code, claude_code.resolve_root(root))], workers=2)
+        except RuntimeError as exc:
+            outcome["error"] = str(exc)
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(120)
+    assert not t.is_alive(), "the run hung"
+    assert "disk full" in outcome.get("error", "")
+    assert handed["n"] >= 2          # batches were shared
+    monkeypatch.setattr(load.BatchWriter, "flush", real)
+    s2 = ingest(Layout(db), [(claude_code, claude_code.resolve_root(root))], workers=2)
+    assert s2.files_changed == 5     # the failed run registered no file
