@@ -22,6 +22,11 @@ from convarch.etl.load import Written
 from convarch.etl.partfiles import PartitionFiles, PerWorker
 from convarch.etl.workers import Workers
 
+#: Sources whose files have chains: the chain views read Claude Code's records only (its
+#: uuid/parentUuid graph), so other sources' files are not read back for them; a Cursor store's
+#: every pick-up read all its rows again to compute no row (tests/test_chains.py holds the
+#: views to this).
+CHAIN_SOURCES = frozenset({"claude_code"})
 #: Views computed by ingest; the catalog serves them from Parquet.
 MATERIALIZED = ("branches", "chain_messages", "resume_messages", "session_state", "chain_issues")
 #: Everything the materialized views need, in build order.
@@ -97,7 +102,9 @@ def materialize(layout: Layout, state: duckdb.DuckDBPyConnection, run_id: int, e
                 records: dict[int, int] | None = None, nbytes: dict[int, int] | None = None) -> tuple[list[Written], float]:
     """Compute the chains of the files in `epochs` ((file_id, current epoch, source, live lines:
     (epoch, first line, last line) of each load of the file still live)) and write them into
-    each worker's open files under `staging`, a group of files per worker task."""
+    each worker's open files under `staging`, a group of files per worker task. Files of a
+    source outside CHAIN_SOURCES have none to compute."""
+    epochs = [e for e in epochs if e[2] in CHAIN_SOURCES]
     if not epochs:
         return [], 0.0
     t0 = time.perf_counter()

@@ -72,8 +72,10 @@ def derive_kept(layout: Layout, state: duckdb.DuckDBPyConnection, updates: list[
             "epoch": pa.array([k[2] for k in kept], pa.int32()), "first_line": pa.array([k[3] for k in kept], pa.int64()),
             "last_line": pa.array([k[4] for k in kept], pa.int64())}))
         ids = ", ".join(str(int(fid)) for fid in sorted({k[0] for k in kept}))
+        # every kept line of the file is read again: not its raw line, which no part needs
+        # and which is most of its bytes (a session part that started reading it fails to bind)
         con.execute(
-            "create temp table records_loaded as select r.* replace (k.new_epoch as file_epoch) "
+            "create temp table records_loaded as select r.* exclude (raw) replace (k.new_epoch as file_epoch) "
             f"from read_parquet({sql_list(files)}, {HIVE}, union_by_name = true) as r "
             "join kept_rows as k on k.file_id = r.file_id and k.epoch = r.file_epoch "
             "and r.line_no between k.first_line and k.last_line "

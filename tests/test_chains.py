@@ -16,9 +16,13 @@ from hypothesis import strategies as st
 
 import convarch
 from conftest import PEER
+from convarch import adapters, sql
 from convarch.adapters import claude_code
+from convarch.etl import chains
+from convarch.etl.duck import connect
 from convarch.etl.ingest import ingest
 from convarch.etl.layout import Layout
+from test_lines_stand_alone import store_lines
 
 SLUG = "-home-user-demo"
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
@@ -679,3 +683,25 @@ def test_peer_samples_exact_chains(peer):
     assert chain(peer, "small") == ["sys1", "u1", "a-nested-1", "u-nested-1"]
     (sub,) = [s for s in peer.views["branches"] if s.startswith("0a1b2c3d-") and "/agent-" in s]
     assert chain(peer, sub) == ["cu1", "ca1", "cu2"]
+
+
+@pytest.mark.parametrize("name", sorted(adapters.ADAPTERS))
+def test_only_the_chain_sources_have_chains(name, tmp_path):
+    """Ingest computes chains for the files of CHAIN_SOURCES only; every other adapter's
+    contract store, run through the chain views, gives no row of any of them."""
+    lines, files = store_lines(name, tmp_path)
+    ext = adapters.ADAPTERS[name].EXTRACT
+    con = connect(threads=1)
+    con.register("batch_files", files)
+    con.register("lines", lines)
+    con.execute(f"create temp table records_batch as {sql.read(ext.records)}")
+    con.execute(sql.read("extract/fill_month"))
+    con.execute(f"create temp table blocks_batch as {sql.read(ext.blocks)}")
+    con.execute(f"create temp table stg_records as select * exclude (metadata_raw) from ({sql.read('extract/stored_records')})")
+    con.execute("create temp table stg_blocks as select * from blocks_batch")
+    chains.define_chain_views(con, as_tables=True)
+    counts = {v: con.execute(f"select count(*) from {v}").fetchone()[0] for v in chains.MATERIALIZED}
+    if name in chains.CHAIN_SOURCES:
+        assert counts["chain_messages"] > 0 and counts["session_state"] > 0
+    else:
+        assert not any(counts.values()), counts
