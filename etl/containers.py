@@ -53,10 +53,14 @@ class LinesDigest:
 
 
 def snapshot_whole(file: SourceFile, dest: Path, workdir: Path, chain: bytes | None = None,
-                   keep_chain: bool = False) -> snap.Snapshot:
+                   keep_chain: bool = False, leave_out_common: bool = False) -> snap.Snapshot:
     """Copy a non-line container privately and write the JSON lines the adapter makes of it,
     hashed as they are written (LinesDigest: `chain` holds the running hashes of the lines the
     version read before gave, if kept; with `keep_chain` the new lines' are returned).
+
+    With `leave_out_common`, the first lines that are those of the version before are not
+    written (Snapshot.omitted counts their bytes): only what follows them can load, and a
+    gigabyte store that changed at its end, or not at all, was written out whole to be skipped.
 
     A container the adapter cannot read (a corrupt zstd frame, a file that is not SQLite, a
     document that is not JSON) becomes one quarantined line carrying the reason.
@@ -78,19 +82,25 @@ def snapshot_whole(file: SourceFile, dest: Path, workdir: Path, chain: bytes | N
         else:
             copy = workdir / file.path.name
             size = snap.copy_whole(file.path, copy)
+        leaving_out = leave_out_common and chain is not None
         with open(dest, "wb") as out:
             try:
                 lines = to_lines(copy, file) if to_lines else _default_lines(file.container, copy)
                 for line in lines:
                     line = line.replace(b"\n", b" ") + b"\n"
-                    out.write(line)
                     digest.add(line)
+                    if leaving_out and digest.common == digest.lines:
+                        continue          # still the version before's lines
+                    leaving_out = False
+                    out.write(line)
             except Exception as exc:  # noqa: BLE001 - any failure to read becomes a quarantined line
                 line = _unreadable_line(file, exc) + b"\n"
-                out.write(line)
                 digest.add(line)
+                if not (leaving_out and digest.common == digest.lines):
+                    out.write(line)
         os.chmod(dest, 0o600)
-        return digest.stamp(snap.Snapshot(dest, 0, size, size, 0, ""))
+        omitted = digest.common_end if leave_out_common and chain is not None else 0
+        return dataclasses.replace(digest.stamp(snap.Snapshot(dest, 0, size, size, 0, "")), omitted=omitted)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 

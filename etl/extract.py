@@ -285,7 +285,8 @@ def read_file(p: Planned, writer: BatchWriter, snapdir: Path, result: UnitResult
             s = snap.snapshot_lines(p.file.path, p.start, dest)
         else:
             s = snapshot_whole(p.file, dest, snapdir / f"{file_id}.copy",
-                               prev.get("chain") if known else None, keep_chain=stand_alone)
+                               prev.get("chain") if known else None, keep_chain=stand_alone,
+                               leave_out_common=stand_alone)
     except (OSError, snap.NotRegularFile) as exc:
         result.skipped.append((str(p.file.path), reason(exc)))
         return None
@@ -312,7 +313,9 @@ def read_file(p: Planned, writer: BatchWriter, snapdir: Path, result: UnitResult
         def transform(line: str) -> str:
             return redact_json_line(line, redactor)
 
-    for batch in split_snapshot(dest, file_id, s.start, lines_read + 1, transform=transform, skip=skip):
+    # the copy may leave out the lines already loaded (snapshot_whole): it starts that far in
+    for batch in split_snapshot(dest, file_id, s.start + s.omitted, lines_read + 1, transform=transform,
+                                skip=skip - s.omitted):
         writer.add(ctx, batch.table, batch.bad, batch.nbytes)
         lines_read += batch.lines
         if writer.pending_bytes >= FLUSH_BYTES:

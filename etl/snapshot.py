@@ -47,6 +47,9 @@ class Snapshot:
     common: int = 0             # first lines the same as the version read before's (by chain)
     common_end: int = 0
     chain: bytes | None = None  # running hash after each line, 8 bytes a line
+    #: bytes of first lines left out of the copy: the common lines, when only what follows
+    #: them can load (etl/containers.py); the copy's first byte is this far into the lines
+    omitted: int = 0
 
 
 def stat_source(path: Path) -> FileStat:

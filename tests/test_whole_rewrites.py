@@ -376,3 +376,32 @@ def test_an_opencode_database_as_a_session_goes_on_reads_like_a_fresh_load(tmp_p
             same_as_fresh(db, opencode, data, tmp_path / f"fresh{i}")
     finally:
         con.close()
+
+
+def test_the_copy_of_a_grown_document_leaves_out_the_lines_loaded_before(tmp_path, monkeypatch):
+    """A store that changed at its end, or not at all, is not written out whole only for its
+    first lines to be skipped: the copy starts after them, and the records keep the byte
+    offsets a whole copy gives."""
+    root, api = cline_store(tmp_path)
+    db = tmp_path / "inc" / "convarch.duckdb"
+    run(db, cline, root)
+    history = json.loads(api.read_text())
+    history.append({"role": "user", "content": [{"type": "text", "text": "and the docs too"}]})
+    api.write_text(json.dumps(history))
+    copies = []
+    real = extract_mod.snapshot_whole
+
+    def watched(*args, **kwargs):
+        s = real(*args, **kwargs)
+        copies.append((s, s.path.stat().st_size))
+        return s
+
+    monkeypatch.setattr(extract_mod, "snapshot_whole", watched)
+    assert run(db, cline, root).records_added == 1
+    s, size = next((s, size) for s, size in copies if s.common)
+    assert s.omitted == s.common_end > 0
+    assert 0 < size < s.common_end          # only the new line was written
+    same_as_fresh(db, cline, root, tmp_path)
+    offsets = rows(tmp_path / "fresh" / "convarch.duckdb",
+                   "select line_no, byte_offset from stg_records where source_file = ? order by 1", [str(api)])
+    assert rows(db, "select line_no, byte_offset from stg_records where source_file = ? order by 1", [str(api)]) == offsets
