@@ -66,21 +66,27 @@ def test_four_workers_load_exactly_what_one_worker_loads(tmp_path, monkeypatch):
         assert results[4][view] == results[1][view], view
 
 
-def test_a_failing_worker_fails_the_run_and_commits_nothing(tmp_path, monkeypatch):
-    root = tmp_path / "home" / ".claude"
-    corpus(root / "projects", files=6, seed=5)
-    db = tmp_path / "wh" / "convarch.duckdb"
-    monkeypatch.setattr(extract_mod, "FLUSH_BYTES", 16 << 10)
+def failing_flush(monkeypatch, at: int):
+    """Make the `at`-th batch flushed in the run fail as a full disk would; returns the real flush."""
     calls = {"n": 0}
     real = load.BatchWriter.flush
 
     def flaky(self):
         calls["n"] += 1
-        if calls["n"] == 3:
+        if calls["n"] == at:
             raise RuntimeError("disk full (simulated)")
         return real(self)
 
     monkeypatch.setattr(load.BatchWriter, "flush", flaky)
+    return real
+
+
+def test_a_failing_worker_fails_the_run_and_commits_nothing(tmp_path, monkeypatch):
+    root = tmp_path / "home" / ".claude"
+    corpus(root / "projects", files=6, seed=5)
+    db = tmp_path / "wh" / "convarch.duckdb"
+    monkeypatch.setattr(extract_mod, "FLUSH_BYTES", 16 << 10)
+    real = failing_flush(monkeypatch, at=3)
     with pytest.raises(RuntimeError, match="disk full"):
         ingest(Layout(db), [(claude_code, claude_code.resolve_root(root))], workers=3)
     monkeypatch.setattr(load.BatchWriter, "flush", real)
@@ -208,16 +214,7 @@ def test_a_shared_batch_that_fails_fails_the_run_and_nothing_waits_forever(tmp_p
     corpus(root / "projects", files=4, seed=6)
     monkeypatch.setattr(extract_mod, "FLUSH_BYTES", 16 << 10)
     monkeypatch.setattr(lines, "READ_CHUNK", 8 << 10)
-    calls = {"n": 0}
-    real = load.BatchWriter.flush
-
-    def flaky(self):
-        calls["n"] += 1
-        if calls["n"] == 5:
-            raise RuntimeError("disk full (simulated)")
-        return real(self)
-
-    monkeypatch.setattr(load.BatchWriter, "flush", flaky)
+    real = failing_flush(monkeypatch, at=5)
     handed = {"n": 0}
     real_hand_over = shared_batches.SharedBatches.hand_over
 
