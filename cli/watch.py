@@ -24,6 +24,42 @@ def _say(text: str) -> None:
     click.echo(f"{time.strftime('%H:%M:%S')} {text}", err=True)
 
 
+#: Stores read whole in less than this are read again at every change.
+CHEAP_READ_SECONDS = 0.5
+
+
+class ReadBudget:
+    """When a store read whole may be read again.
+
+    A database or JSON history is copied and read whole whenever it changes, and some agents
+    write theirs every few seconds while they run (Cursor keeps its UI state in the same
+    database as its chats). Read at every change, a gigabyte store took 7-10 s a time and kept
+    a core busy for as long as the agent did. A store whose read took `t` seconds is now read
+    again no sooner than t / share seconds after it, so re-reading any one store takes at most
+    about `share` of the time; cheap reads are never put off. A store put off is read by the
+    first run after its time, with every change since: nothing is lost, only later."""
+
+    def __init__(self, share: float):
+        self.share = share
+        self._not_before: dict[str, float] = {}
+
+    def deferred(self, now: float) -> set[str]:
+        return {path for path, t in self._not_before.items() if t > now}
+
+    def note(self, read_seconds: dict[str, float], now: float) -> list[tuple[str, float, float]]:
+        """Remember this run's reads; returns (path, read seconds, gap) for each store newly
+        put off, to be said once."""
+        new = []
+        for path, secs in read_seconds.items():
+            if secs < CHEAP_READ_SECONDS:
+                self._not_before.pop(path, None)
+                continue
+            if path not in self._not_before:
+                new.append((path, secs, secs / self.share))
+            self._not_before[path] = now + secs / self.share
+        return new
+
+
 @click.command()
 @click.option("--interval", default=30.0, show_default=True, type=click.FloatRange(min=0.5),
               help="Seconds between looks when no change notice arrives.")
@@ -31,11 +67,15 @@ def _say(text: str) -> None:
               help="Seconds of quiet after a change before looking.")
 @click.option("--max-wait", default=20.0, show_default=True, type=click.FloatRange(min=0),
               help="Longest wait after a change, however busy the store stays.")
+@click.option("--share", default=0.1, show_default=True, type=click.FloatRange(min=0.01, max=1),
+              help="Most of the time to spend reading again any one store that is read whole "
+                   "(a database, a JSON history) while it keeps changing.")
 @click.option("--runs", type=click.IntRange(min=1), help="Stop after this many runs (default: until Ctrl-C).")
 @click.pass_obj
-def watch(obj, interval: float, debounce: float, max_wait: float, runs: int | None) -> None:
+def watch(obj, interval: float, debounce: float, max_wait: float, share: float, runs: int | None) -> None:
     """Ingest every found store now and again whenever it changes; Ctrl-C stops."""
     layout = obj.layout
+    budget = ReadBudget(share)
     changes = StoreChanges(ignore=(str(layout.data_dir) + os.sep, str(layout.db)))
     if not changes.native:
         _say(f"no file-system change notices on this platform: looking every {interval:g} s")
@@ -47,11 +87,15 @@ def watch(obj, interval: float, debounce: float, max_wait: float, runs: int | No
                 _say(f"cannot watch {problem}")
             changes.seen()
             try:
-                s = run_ingest(layout, targets, wait_seconds=interval)
+                s = run_ingest(layout, targets, wait_seconds=interval, defer=budget.deferred(time.monotonic()))
             except Busy as exc:
                 _say(f"skipped: {exc}")
                 s = None
             done += 1
+            if s is not None:
+                for path, secs, gap in budget.note(s.read_seconds, time.monotonic()):
+                    _say(f"{path} takes {secs:.1f} s to read whole: while it keeps changing, "
+                         f"it is read again at most every {gap:.0f} s (--share {share:g})")
             if s is not None and (s.files_changed or s.quarantined):
                 _say(f"{s.files_changed} files changed, {s.records_added} records added, {s.quarantined} quarantined")
             if runs is not None and done >= runs:

@@ -6,6 +6,7 @@ commits what this returns.
 from __future__ import annotations
 
 import itertools
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -69,6 +70,8 @@ class UnitResult:
     redacted: int
     #: rewritten containers that gave the same lines as before: nothing loaded
     same: list[Planned] = field(default_factory=list)
+    #: seconds each store read whole took to copy and turn into lines, by path
+    read_seconds: dict[str, float] = field(default_factory=dict)
 
 
 def units(changed: list[Planned]) -> list[Unit]:
@@ -256,6 +259,7 @@ def extract(staging, run_id, state, changed: list[Planned], summary: Summary, pr
         summary.skipped += r.skipped
         summary.files_skipped += len(r.skipped)
         summary.redacted += r.redacted
+        summary.read_seconds.update(r.read_seconds)
         same += r.same
     return written, updates, sessions, batches, same
 
@@ -284,9 +288,11 @@ def read_file(p: Planned, writer: BatchWriter, snapdir: Path, result: UnitResult
         if not whole_container:
             s = snap.snapshot_lines(p.file.path, p.start, dest)
         else:
+            t0 = time.monotonic()
             s = snapshot_whole(p.file, dest, snapdir / f"{file_id}.copy",
                                prev.get("chain") if known else None, keep_chain=stand_alone,
                                leave_out_common=stand_alone)
+            result.read_seconds[str(p.file.path)] = time.monotonic() - t0
     except (OSError, snap.NotRegularFile) as exc:
         result.skipped.append((str(p.file.path), reason(exc)))
         return None

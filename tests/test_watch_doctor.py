@@ -9,6 +9,8 @@ import time
 from click.testing import CliRunner
 
 from convarch.cli import cli
+from convarch.cli import watch as watch_mod
+from convarch.cli.watch import ReadBudget
 from conftest import DEMO
 
 
@@ -121,3 +123,35 @@ def test_watch_picks_up_an_append_without_waiting_for_the_interval(tmp_path, iso
     assert r.exit_code == 0, r.output
     assert time.monotonic() - t < 60, "the second run waited for the poll, not the change notice"
     assert "3 files changed" in r.output and "1 files changed, 1 records added" in r.output
+
+
+def test_a_store_slow_to_read_whole_is_read_again_at_most_a_share_of_the_time():
+    budget = ReadBudget(share=0.1)
+    said = budget.note({"/big/state.vscdb": 8.0, "/small/history.json": 0.2}, now=100.0)
+    assert said == [("/big/state.vscdb", 8.0, 80.0)]            # said once, the cheap one never
+    assert budget.deferred(150.0) == {"/big/state.vscdb"}
+    assert budget.deferred(181.0) == set()                      # its time has come: read again
+    assert budget.note({"/big/state.vscdb": 6.0}, now=185.0) == []
+    assert budget.deferred(240.0) == {"/big/state.vscdb"} and budget.deferred(246.0) == set()
+    budget.note({"/big/state.vscdb": 0.3}, now=300.0)           # cheap now: never put off
+    assert budget.deferred(300.5) == set()
+
+
+def test_watch_puts_off_a_store_slow_to_read_and_says_so(tmp_path, isolated_home, monkeypatch):
+    shutil.copytree(DEMO, isolated_home / ".claude")
+    calls = []
+    real = watch_mod.run_ingest
+
+    def slow_reads(*args, **kwargs):
+        calls.append(set(kwargs.get("defer") or ()))
+        s = real(*args, **kwargs)
+        s.read_seconds["/store/state.vscdb"] = 30.0
+        return s
+
+    monkeypatch.setattr(watch_mod, "run_ingest", slow_reads)
+    db = str(tmp_path / "w.duckdb")
+    r = CliRunner().invoke(cli, ["--db", db, "watch", "--runs", "2", "--interval", "0.5", "--debounce", "0",
+                                 "--share", "0.5"])
+    assert r.exit_code == 0, r.output
+    assert calls == [set(), {"/store/state.vscdb"}]
+    assert "/store/state.vscdb takes 30.0 s to read whole" in r.output and "at most every 60 s" in r.output

@@ -405,3 +405,22 @@ def test_the_copy_of_a_grown_document_leaves_out_the_lines_loaded_before(tmp_pat
     offsets = rows(tmp_path / "fresh" / "convarch.duckdb",
                    "select line_no, byte_offset from stg_records where source_file = ? order by 1", [str(api)])
     assert rows(db, "select line_no, byte_offset from stg_records where source_file = ? order by 1", [str(api)]) == offsets
+
+
+def test_a_store_read_whole_can_be_left_for_a_later_run(tmp_path):
+    """`defer` leaves a changed store read whole as it was last read (watch spaces out the
+    reads of big ones); its change is not recorded, so the next run reads it."""
+    root, api = cline_store(tmp_path)
+    db = tmp_path / "inc" / "convarch.duckdb"
+    first = run(db, cline, root)
+    assert str(api) in first.read_seconds
+    history = json.loads(api.read_text())
+    history.append({"role": "user", "content": [{"type": "text", "text": "one more thing"}]})
+    api.write_text(json.dumps(history))
+    s = ingest(Layout(db), [(cline, cline.resolve_root(root))], defer={str(api)})
+    assert (s.files_deferred, s.files_changed, s.records_added) == (1, 0, 0)
+    assert str(api) not in s.read_seconds
+    assert scalar(db, "select count(*) from stg_records where source_file = ?", [str(api)]) == len(history) - 1
+    s = run(db, cline, root)
+    assert (s.files_deferred, s.files_changed, s.records_added) == (0, 1, 1)
+    same_as_fresh(db, cline, root, tmp_path)
