@@ -38,6 +38,13 @@ COMMANDS = {name: (name, name) for name in (
     "sources", "watch")} | {"sql": ("query", "sql_command")}
 
 
+def _interrupted(exc: Exception) -> bool:
+    """Ctrl-C that reached DuckDB mid-query: it stops the query and raises its own error in
+    place of KeyboardInterrupt (by name, so that --version need not import duckdb)."""
+    return type(exc).__name__ == "InterruptException" or (
+        isinstance(exc, RuntimeError) and str(exc) == "Query interrupted")
+
+
 class ConvarchGroup(click.Group):
     """Turns every error below it into one line on stderr and a stable exit code; loads each
     command's module when the command is asked for."""
@@ -63,6 +70,8 @@ class ConvarchGroup(click.Group):
         except KeyboardInterrupt:
             raise click.exceptions.Abort() from None
         except Exception as exc:  # the one boundary where anything unexpected becomes one line
+            if _interrupted(exc):
+                raise click.exceptions.Abort() from None
             if ctx.obj and ctx.obj.debug:
                 raise
             raise _Failure(f"{type(exc).__name__}: {exc} (run with --debug for details)", 1) from exc

@@ -117,3 +117,25 @@ def test_each_command_loads_only_its_own_module(tmp_path):
         assert cli.get_command(None, name).name == name
     listed = invoke("--help").output
     assert all(f"  {name} " in listed for name in COMMANDS)
+
+
+def test_ctrl_c_inside_a_duckdb_query_is_an_abort_like_any_other(tmp_path, monkeypatch):
+    """DuckDB turns Ctrl-C that arrives mid-query into its own error; the user sees the same
+    'Aborted!' and exit code as for Ctrl-C anywhere else, not a one-line internal error."""
+    import duckdb
+
+    from convarch.cli import ingest as ingest_cli
+
+    shutil.copytree(DEMO, tmp_path / ".claude")
+    db = str(tmp_path / "w.duckdb")
+    for exc in (duckdb.InterruptException("INTERRUPT Error: Interrupted!"), RuntimeError("Query interrupted"),
+                KeyboardInterrupt()):
+        def stopped(*args, _exc=exc, **kwargs):
+            raise _exc
+
+        monkeypatch.setattr(ingest_cli, "run_ingest", stopped)
+        r = CliRunner().invoke(cli, ["--db", db, "ingest", "claude", "--root", str(tmp_path / ".claude")])
+        assert (r.exit_code, r.output.strip().splitlines()[-1]) == (1, "Aborted!"), r.output
+    monkeypatch.setattr(ingest_cli, "run_ingest", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("disk on fire")))
+    r = CliRunner().invoke(cli, ["--db", db, "ingest", "claude", "--root", str(tmp_path / ".claude")])
+    assert r.exit_code == 1 and "RuntimeError: disk on fire" in r.output
