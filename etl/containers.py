@@ -76,33 +76,90 @@ def snapshot_whole(file: SourceFile, dest: Path, workdir: Path, chain: bytes | N
         return digest.stamp(s)
     workdir.mkdir(mode=0o700)
     try:
-        if file.container == "sqlite":
-            copy = snap.snapshot_sqlite(file.path, workdir)
-            size = sum(f.stat().st_size for f in workdir.iterdir())
-        else:
-            copy = workdir / file.path.name
-            size = snap.copy_whole(file.path, copy)
+        copy, size = _copy(file, workdir)
         leaving_out = leave_out_common and chain is not None
         with open(dest, "wb") as out:
-            try:
-                lines = to_lines(copy, file) if to_lines else _default_lines(file.container, copy)
-                for line in lines:
-                    line = line.replace(b"\n", b" ") + b"\n"
-                    digest.add(line)
-                    if leaving_out and digest.common == digest.lines:
-                        continue          # still the version before's lines
-                    leaving_out = False
-                    out.write(line)
-            except Exception as exc:  # noqa: BLE001 - any failure to read becomes a quarantined line
-                line = _unreadable_line(file, exc) + b"\n"
+            for line in _lines(file, copy):
                 digest.add(line)
-                if not (leaving_out and digest.common == digest.lines):
-                    out.write(line)
+                if leaving_out and digest.common == digest.lines:
+                    continue          # still the version before's lines
+                leaving_out = False
+                out.write(line)
         os.chmod(dest, 0o600)
         omitted = digest.common_end if leave_out_common and chain is not None else 0
         return dataclasses.replace(digest.stamp(snap.Snapshot(dest, 0, size, size, 0, "")), omitted=omitted)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def streams(file: SourceFile) -> bool:
+    """Whether a container read for the first time can be cut as its lines are made
+    (WholeStream): every one but a JSON document the adapter keeps as it is."""
+    from convarch import adapters
+
+    return file.container != "json" or getattr(adapters.get(file.source), "to_lines", None) is not None
+
+
+class WholeStream:
+    """A container read for the first time: copied privately, its lines made and hashed as
+    snapshot_whole makes and hashes them, but handed on in chunks of whole lines as they come
+    instead of written out whole first, so a gigabyte store's first batches load (on other
+    workers, etl/shared_batches.py) while its later lines are still being made."""
+
+    def __init__(self, file: SourceFile, workdir: Path, keep_chain: bool = False):
+        self._file = file
+        self._workdir = workdir
+        self._digest = LinesDigest(None, keep_chain)
+        workdir.mkdir(mode=0o700)
+        try:
+            self._copy, self._size = _copy(file, workdir)
+        except BaseException:
+            shutil.rmtree(workdir, ignore_errors=True)
+            raise
+
+    def chunks(self, nbytes: int):
+        """Whole lines, about `nbytes` at a time; the private copy is removed at the end."""
+        try:
+            held: list[bytes] = []
+            n = 0
+            for line in _lines(self._file, self._copy):
+                self._digest.add(line)
+                held.append(line)
+                n += len(line)
+                if n >= nbytes:
+                    yield b"".join(held)
+                    held, n = [], 0
+            if held:
+                yield b"".join(held)
+        finally:
+            shutil.rmtree(self._workdir, ignore_errors=True)
+
+    def snapshot(self) -> snap.Snapshot:
+        """What snapshot_whole would have returned, once every chunk was taken."""
+        return self._digest.stamp(snap.Snapshot(self._workdir, 0, self._size, self._size, 0, ""))
+
+
+def _copy(file: SourceFile, workdir: Path) -> tuple[Path, int]:
+    """The container copied into `workdir` (a SQLite database with its -wal and -journal), and
+    the bytes of the original read."""
+    if file.container == "sqlite":
+        copy = snap.snapshot_sqlite(file.path, workdir)
+        return copy, sum(f.stat().st_size for f in workdir.iterdir())
+    copy = workdir / file.path.name
+    return copy, snap.copy_whole(file.path, copy)
+
+
+def _lines(file: SourceFile, copy: Path):
+    """The container's JSON lines, each ending with its newline; a container the adapter
+    cannot read becomes one line that is not JSON, quarantined with the reason."""
+    from convarch import adapters
+
+    to_lines = getattr(adapters.get(file.source), "to_lines", None)
+    try:
+        for line in to_lines(copy, file) if to_lines else _default_lines(file.container, copy):
+            yield line.replace(b"\n", b" ") + b"\n"
+    except Exception as exc:  # noqa: BLE001 - any failure to read becomes a quarantined line
+        yield _unreadable_line(file, exc) + b"\n"
 
 
 def _default_lines(container: str, copy: Path):

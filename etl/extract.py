@@ -17,10 +17,11 @@ import pyarrow as pa
 from convarch import sql
 from convarch.adapters.base import SourceFile
 from convarch.etl import snapshot as snap
-from convarch.etl.containers import snapshot_whole
+from convarch.etl.containers import WholeStream, snapshot_whole, streams
 from convarch.etl.duck import HIVE, connect, sql_list
 from convarch.etl.index import index_batch
-from convarch.etl.lines import split_snapshot
+from convarch.etl import lines as line_cutter
+from convarch.etl.lines import split_chunks, split_snapshot
 from convarch.etl.load import BatchWriter, FileContext, Written
 from convarch.etl.partfiles import PerWorker, RowGroup
 from convarch.etl.redact import Redactor, redact_json_line
@@ -284,6 +285,8 @@ def read_file(p: Planned, writer: BatchWriter, snapdir: Path, result: UnitResult
     known = None
     if action == "rewrite" and prev.get("lines_hash"):
         known = (prev["lines_read"], prev["lines_hash"])
+    if whole_container and action == "new" and streams(p.file):
+        return _read_new_container(p, writer, snapdir, result, redacting, flush, stand_alone)
     try:
         if not whole_container:
             s = snap.snapshot_lines(p.file.path, p.start, dest)
@@ -303,8 +306,41 @@ def read_file(p: Planned, writer: BatchWriter, snapdir: Path, result: UnitResult
         result.same.append(p)
         return None
     action, skip, epoch, lines_read, versions = _what_loads(p, s, stand_alone and bool(known and prev.get("chain")))
-    ctx = FileContext(
-        file_id=file_id,
+    ctx = _context(p, epoch)
+    redactor = Redactor() if redacting else None
+    # the copy may leave out the lines already loaded (snapshot_whole): it starts that far in
+    lines_read += _add_batches(split_snapshot(dest, file_id, s.start + s.omitted, lines_read + 1,
+                                              transform=_redacting(redactor), skip=skip - s.omitted),
+                               ctx, writer, flush)
+    dest.unlink()
+    if redactor is not None:
+        result.redacted += sum(redactor.counts.values())
+    return _update(p, s, action, epoch, lines_read, versions)
+
+
+def _read_new_container(p: Planned, writer: BatchWriter, snapdir: Path, result: UnitResult, redacting: bool,
+                        flush: Callable[[], None] | None, keep_chain: bool) -> dict | None:
+    """A container read for the first time: its lines are cut and loaded as they are made
+    (WholeStream), not written out whole first; everything it gives loads."""
+    t0 = time.monotonic()
+    try:
+        stream = WholeStream(p.file, snapdir / f"{p.file_id}.copy", keep_chain=keep_chain)
+    except (OSError, snap.NotRegularFile) as exc:
+        result.skipped.append((str(p.file.path), reason(exc)))
+        return None
+    ctx = _context(p, 1)
+    redactor = Redactor() if redacting else None
+    lines_read = _add_batches(split_chunks(stream.chunks(line_cutter.READ_CHUNK), p.file_id, transform=_redacting(redactor)),
+                              ctx, writer, flush)
+    result.read_seconds[str(p.file.path)] = time.monotonic() - t0
+    if redactor is not None:
+        result.redacted += sum(redactor.counts.values())
+    return _update(p, stream.snapshot(), "new", 1, lines_read, [])
+
+
+def _context(p: Planned, epoch: int) -> FileContext:
+    return FileContext(
+        file_id=p.file_id,
         source=p.file.source,
         epoch=epoch,
         source_file=str(p.file.path),
@@ -312,25 +348,34 @@ def read_file(p: Planned, writer: BatchWriter, snapdir: Path, result: UnitResult
         session_hint=p.file.session_hint,
         parent_session_hint=p.file.parent_session_hint,
     )
-    transform = None
-    if redacting:
-        redactor = Redactor()
 
-        def transform(line: str) -> str:
-            return redact_json_line(line, redactor)
 
-    # the copy may leave out the lines already loaded (snapshot_whole): it starts that far in
-    for batch in split_snapshot(dest, file_id, s.start + s.omitted, lines_read + 1, transform=transform,
-                                skip=skip - s.omitted):
+def _redacting(redactor: Redactor | None) -> Callable[[str], str] | None:
+    if redactor is None:
+        return None
+
+    def transform(line: str) -> str:
+        return redact_json_line(line, redactor)
+
+    return transform
+
+
+def _add_batches(batches, ctx: FileContext, writer: BatchWriter, flush: Callable[[], None] | None) -> int:
+    """Hand a file's line batches to the writer, flushing (or handing over) each full batch;
+    returns the physical lines they held."""
+    lines = 0
+    for batch in batches:
         writer.add(ctx, batch.table, batch.bad, batch.nbytes)
-        lines_read += batch.lines
+        lines += batch.lines
         if writer.pending_bytes >= FLUSH_BYTES:
             (flush or writer.flush)()
-    dest.unlink()
-    if transform is not None:
-        result.redacted += sum(redactor.counts.values())
+    return lines
+
+
+def _update(p: Planned, s: snap.Snapshot, action: str, epoch: int, lines_read: int, versions: list) -> dict:
+    """The watermark update of a file read: what the commit records of it."""
     return {
-        "file_id": file_id,
+        "file_id": p.file_id,
         "source": p.file.source,
         "path": str(p.file.path),
         "action": action,
@@ -342,7 +387,7 @@ def read_file(p: Planned, writer: BatchWriter, snapdir: Path, result: UnitResult
         "epoch": epoch,
         "tail_bytes": s.size - s.end,
         "lines_read": lines_read,
-        "prev_records": _kept_records(prev, action),
+        "prev_records": _kept_records(p.prev, action),
         "lines_hash": s.lines_hash or None,
         "chain": s.chain,
         "versions": versions,

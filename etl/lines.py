@@ -7,7 +7,7 @@ UTF-8 never reach the parser: they are set aside for quarantine with their bytes
 from __future__ import annotations
 
 import mmap
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -81,9 +81,7 @@ def _cut(mm: mmap.mmap, size: int, file_id: int, offset: int, line_no: int,
                 cut = size - 1
         body = data.slice(pos, cut + 1 - pos)
         pos = cut + 1
-        fast = transform is None and body.size >= SMALL_BODY
-        done = _split_fast(body, file_id, line_no, offset) if fast else None
-        batch, line_no, offset = done or _split(body.to_pybytes(), file_id, line_no, offset, transform)
+        batch, line_no, offset = _split_body(body, file_id, line_no, offset, transform)
         del body
         yield batch
         # the pages read so far are dropped from this process (they stay cached), so a big
@@ -92,6 +90,26 @@ def _cut(mm: mmap.mmap, size: int, file_id: int, offset: int, line_no: int,
         if upto > released and hasattr(mm, "madvise") and hasattr(mmap, "MADV_DONTNEED"):
             mm.madvise(mmap.MADV_DONTNEED, released, upto - released)
             released = upto
+
+
+def split_chunks(chunks: Iterable[bytes], file_id: int, *, transform: Callable[[str], str] | None = None
+                 ) -> Iterator[LineBatch]:
+    """Batches of lines from `chunks` of whole lines (each ending with its newline) made as
+    they come: the lines of a container read for the first time, cut while the rest are
+    still being made (etl/containers.py). Offsets and numbers are those a snapshot of all the
+    chunks written out would give."""
+    line_no, offset = 1, 0
+    for chunk in chunks:
+        batch, line_no, offset = _split_body(pa.py_buffer(chunk), file_id, line_no, offset, transform)
+        yield batch
+
+
+def _split_body(body: pa.Buffer, file_id: int, line_no: int, offset: int,
+                transform: Callable[[str], str] | None) -> tuple[LineBatch, int, int]:
+    """One chunk of whole lines cut by Arrow where it can, else by Python."""
+    fast = transform is None and body.size >= SMALL_BODY
+    done = _split_fast(body, file_id, line_no, offset) if fast else None
+    return done or _split(body.to_pybytes(), file_id, line_no, offset, transform)
 
 
 def _split(body: bytes, file_id: int, line_no: int, offset: int,

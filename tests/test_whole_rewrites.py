@@ -16,6 +16,8 @@ import pytest
 from convarch import adapters
 from convarch.adapters import cline, continue_dev, goose
 from convarch.etl import extract as extract_mod
+from convarch.etl.containers import WholeStream, snapshot_whole, streams
+from convarch.etl.lines import split_chunks, split_snapshot
 from convarch.etl.ingest import ingest
 from convarch.etl.layout import Layout
 from conftest import REPO, tree_fingerprint
@@ -424,3 +426,25 @@ def test_a_store_read_whole_can_be_left_for_a_later_run(tmp_path):
     s = run(db, cline, root)
     assert (s.files_deferred, s.files_changed, s.records_added) == (0, 1, 1)
     same_as_fresh(db, cline, root, tmp_path)
+
+
+@pytest.mark.parametrize("name", sorted(adapters.ADAPTERS))
+def test_a_container_read_the_first_time_is_cut_as_its_lines_are_made(name, tmp_path):
+    """A new container's lines are cut in chunks as they are made (WholeStream), not written
+    out first: the same lines, numbers, offsets, bad lines and hashes as the written copy."""
+    adapter = adapters.ADAPTERS[name]
+    root = next(p for p in (REPO / "fixtures" / name / "contract", REPO / "fixtures" / name / "demo") if p.exists())
+    files = [sf for sf in adapter.discover(adapter.resolve_root(root)) if sf.container != "jsonl" and streams(sf)]
+    if not files:
+        pytest.skip("no store read whole")
+    for i, sf in enumerate(files):
+        whole = snapshot_whole(sf, tmp_path / f"{i}.jsonl", tmp_path / f"{i}.copy", keep_chain=True)
+        want = list(split_snapshot(whole.path, 7, 0, 1))
+        stream = WholeStream(sf, tmp_path / f"{i}.stream", keep_chain=True)
+        got = list(split_chunks(stream.chunks(300), 7))       # chunks of a line or a few
+        s = stream.snapshot()
+        assert [r for b in got for r in b.table.to_pylist()] == [r for b in want for r in b.table.to_pylist()]
+        assert [x for b in got for x in b.bad] == [x for b in want for x in b.bad]
+        assert sum(b.lines for b in got) == sum(b.lines for b in want)
+        assert (s.lines, s.lines_hash, s.chain, s.size) == (whole.lines, whole.lines_hash, whole.chain, whole.size)
+        assert not (tmp_path / f"{i}.stream").exists()          # the private copy is gone
