@@ -14,6 +14,7 @@ import dataclasses
 import hashlib
 import os
 import shutil
+import time
 from pathlib import Path
 
 from convarch.adapters.base import SourceFile
@@ -110,27 +111,38 @@ class WholeStream:
         self._file = file
         self._workdir = workdir
         self._digest = LinesDigest(None, keep_chain)
+        #: time spent copying the store and making its lines, loading its batches apart
+        self.seconds = 0.0
+        t0 = time.monotonic()
         workdir.mkdir(mode=0o700)
         try:
             self._copy, self._size = _copy(file, workdir)
         except BaseException:
             shutil.rmtree(workdir, ignore_errors=True)
             raise
+        self.seconds = time.monotonic() - t0
 
     def chunks(self, nbytes: int):
         """Whole lines, about `nbytes` at a time; the private copy is removed at the end."""
         try:
             held: list[bytes] = []
             n = 0
+            t0 = time.monotonic()
             for line in _lines(self._file, self._copy):
                 self._digest.add(line)
                 held.append(line)
                 n += len(line)
                 if n >= nbytes:
-                    yield b"".join(held)
-                    held, n = [], 0
+                    chunk, held, n = b"".join(held), [], 0
+                    self.seconds += time.monotonic() - t0
+                    yield chunk
+                    t0 = time.monotonic()
             if held:
-                yield b"".join(held)
+                chunk = b"".join(held)
+                self.seconds += time.monotonic() - t0
+                yield chunk
+            else:
+                self.seconds += time.monotonic() - t0
         finally:
             shutil.rmtree(self._workdir, ignore_errors=True)
 

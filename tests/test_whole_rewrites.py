@@ -415,7 +415,7 @@ def test_a_store_read_whole_can_be_left_for_a_later_run(tmp_path):
     root, api = cline_store(tmp_path)
     db = tmp_path / "inc" / "convarch.duckdb"
     first = run(db, cline, root)
-    assert str(api) in first.read_seconds
+    assert 0 < first.read_seconds[str(api)] <= first.extract_seconds     # the read, not the loads
     history = json.loads(api.read_text())
     history.append({"role": "user", "content": [{"type": "text", "text": "one more thing"}]})
     api.write_text(json.dumps(history))
