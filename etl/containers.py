@@ -66,12 +66,8 @@ def snapshot_whole(file: SourceFile, dest: Path, workdir: Path, chain: bytes | N
     A container the adapter cannot read (a corrupt zstd frame, a file that is not SQLite, a
     document that is not JSON) becomes one quarantined line carrying the reason.
     """
-    from convarch import adapters
-
-    adapter = adapters.get(file.source)
-    to_lines = getattr(adapter, "to_lines", None)
     digest = LinesDigest(chain, keep_chain)
-    if file.container == "json" and to_lines is None:
+    if not makes_lines(file):
         s = snap.snapshot_document(file.path, dest)
         digest.add(dest.read_bytes())
         return digest.stamp(s)
@@ -93,9 +89,10 @@ def snapshot_whole(file: SourceFile, dest: Path, workdir: Path, chain: bytes | N
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def streams(file: SourceFile) -> bool:
-    """Whether a container read for the first time can be cut as its lines are made
-    (WholeStream): every one but a JSON document the adapter keeps as it is."""
+def makes_lines(file: SourceFile) -> bool:
+    """Whether the container is turned into lines (by the adapter's to_lines or, zstd JSONL,
+    by decompressing it), and so can be cut as they are made (WholeStream): every one but a
+    JSON document the adapter keeps as it is, whose copy is its one line."""
     from convarch import adapters
 
     return file.container != "json" or getattr(adapters.get(file.source), "to_lines", None) is not None

@@ -6,8 +6,6 @@ commits what this returns.
 from __future__ import annotations
 
 import itertools
-import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -15,40 +13,18 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from convarch import sql
-from convarch.adapters.base import SourceFile
-from convarch.etl import snapshot as snap
-from convarch.etl.containers import WholeStream, snapshot_whole, streams
 from convarch.etl.duck import HIVE, connect, sql_list
 from convarch.etl.index import index_batch
-from convarch.etl import lines as line_cutter
-from convarch.etl.lines import split_chunks, split_snapshot
-from convarch.etl.load import BatchWriter, FileContext, Written
+from convarch.etl.load import BatchWriter, Written
 from convarch.etl.partfiles import PerWorker, RowGroup
-from convarch.etl.redact import Redactor, redact_json_line
+from convarch.etl.read_file import Planned, read_file
 from convarch.etl.shared_batches import Job, SharedBatches
 from convarch.etl.workers import Workers
 
 if TYPE_CHECKING:
-    from convarch.etl.ingest import Summary
+    from convarch.etl.summary import Summary
 
 FLUSH_BYTES = 16 << 20   # memory stays bounded by this batch size (per worker), not by the corpus
-
-
-@dataclass
-class Planned:
-    file: SourceFile
-    stat: snap.FileStat
-    prev: dict | None
-    action: str          # new | append | rewrite | touched | unchanged
-    start: int
-    file_id: int = 0
-
-
-def reason(exc: BaseException) -> str:
-    if isinstance(exc, snap.NotRegularFile):
-        return "not a regular file (symlink, FIFO or device): not read"
-    return f"cannot read: {exc.strerror or exc}" if isinstance(exc, OSError) else str(exc)
-
 
 
 @dataclass
@@ -218,7 +194,7 @@ def extract(staging, run_id, state, changed: list[Planned], summary: Summary, pr
         flush = writer.flush if shared is None or extract_.context else lambda: shared.hand_over(con, writer, mine)
         try:
             for p in unit.plans:
-                upd = read_file(p, writer, snapdir, result, redacting, flush)
+                upd = read_file(p, writer, snapdir, result, redacting, flush, FLUSH_BYTES)
                 if upd is not None:
                     result.updates.append(upd)
             writer.flush()
@@ -270,159 +246,6 @@ def _each(results, progress):
         if progress and r is not None:
             progress(r.unit.nbytes)
         yield r
-
-
-def read_file(p: Planned, writer: BatchWriter, snapdir: Path, result: UnitResult, redacting: bool,
-              flush: Callable[[], None] | None = None) -> dict | None:
-    from convarch import adapters
-
-    prev = p.prev
-    file_id = p.file_id
-    action = p.action
-    dest = snapdir / f"{file_id}.jsonl"
-    whole_container = p.file.container != "jsonl"
-    stand_alone = whole_container and getattr(adapters.get(p.file.source), "LINES_STAND_ALONE", False)
-    known = None
-    if action == "rewrite" and prev.get("lines_hash"):
-        known = (prev["lines_read"], prev["lines_hash"])
-    if whole_container and action == "new" and streams(p.file):
-        return _read_new_container(p, writer, snapdir, result, redacting, flush, stand_alone)
-    try:
-        if not whole_container:
-            s = snap.snapshot_lines(p.file.path, p.start, dest)
-        else:
-            t0 = time.monotonic()
-            s = snapshot_whole(p.file, dest, snapdir / f"{file_id}.copy",
-                               prev.get("chain") if known else None, keep_chain=stand_alone,
-                               leave_out_common=stand_alone)
-            result.read_seconds[str(p.file.path)] = time.monotonic() - t0
-    except (OSError, snap.NotRegularFile) as exc:
-        result.skipped.append((str(p.file.path), reason(exc)))
-        return None
-    if known == (s.lines, s.lines_hash):
-        # the same lines as before (a write to a table not read, a document saved again):
-        # nothing to load, only the new stat to remember
-        dest.unlink()
-        result.same.append(p)
-        return None
-    action, skip, epoch, lines_read, versions = _what_loads(p, s, stand_alone and bool(known and prev.get("chain")))
-    ctx = _context(p, epoch)
-    redactor = Redactor() if redacting else None
-    # the copy may leave out the lines already loaded (snapshot_whole): it starts that far in
-    lines_read += _add_batches(split_snapshot(dest, file_id, s.start + s.omitted, lines_read + 1,
-                                              transform=_redacting(redactor), skip=skip - s.omitted),
-                               ctx, writer, flush)
-    dest.unlink()
-    if redactor is not None:
-        result.redacted += sum(redactor.counts.values())
-    return _update(p, s, action, epoch, lines_read, versions)
-
-
-def _read_new_container(p: Planned, writer: BatchWriter, snapdir: Path, result: UnitResult, redacting: bool,
-                        flush: Callable[[], None] | None, keep_chain: bool) -> dict | None:
-    """A container read for the first time: its lines are cut and loaded as they are made
-    (WholeStream), not written out whole first; everything it gives loads."""
-    try:
-        stream = WholeStream(p.file, snapdir / f"{p.file_id}.copy", keep_chain=keep_chain)
-    except (OSError, snap.NotRegularFile) as exc:
-        result.skipped.append((str(p.file.path), reason(exc)))
-        return None
-    ctx = _context(p, 1)
-    redactor = Redactor() if redacting else None
-    lines_read = _add_batches(split_chunks(stream.chunks(line_cutter.READ_CHUNK), p.file_id, transform=_redacting(redactor)),
-                              ctx, writer, flush)
-    result.read_seconds[str(p.file.path)] = stream.seconds       # the read, not the loads
-    if redactor is not None:
-        result.redacted += sum(redactor.counts.values())
-    return _update(p, stream.snapshot(), "new", 1, lines_read, [])
-
-
-def _context(p: Planned, epoch: int) -> FileContext:
-    return FileContext(
-        file_id=p.file_id,
-        source=p.file.source,
-        epoch=epoch,
-        source_file=str(p.file.path),
-        file_stem=p.file.path.stem,
-        session_hint=p.file.session_hint,
-        parent_session_hint=p.file.parent_session_hint,
-    )
-
-
-def _redacting(redactor: Redactor | None) -> Callable[[str], str] | None:
-    if redactor is None:
-        return None
-
-    def transform(line: str) -> str:
-        return redact_json_line(line, redactor)
-
-    return transform
-
-
-def _add_batches(batches, ctx: FileContext, writer: BatchWriter, flush: Callable[[], None] | None) -> int:
-    """Hand a file's line batches to the writer, flushing (or handing over) each full batch;
-    returns the physical lines they held."""
-    lines = 0
-    for batch in batches:
-        writer.add(ctx, batch.table, batch.bad, batch.nbytes)
-        lines += batch.lines
-        if writer.pending_bytes >= FLUSH_BYTES:
-            (flush or writer.flush)()
-    return lines
-
-
-def _update(p: Planned, s: snap.Snapshot, action: str, epoch: int, lines_read: int, versions: list) -> dict:
-    """The watermark update of a file read: what the commit records of it."""
-    return {
-        "file_id": p.file_id,
-        "source": p.file.source,
-        "path": str(p.file.path),
-        "action": action,
-        "stat": p.stat,
-        "offset": s.end,
-        "size": s.size,
-        "head_len": s.head_len,
-        "head_hash": s.head_hash,
-        "epoch": epoch,
-        "tail_bytes": s.size - s.end,
-        "lines_read": lines_read,
-        "prev_records": _kept_records(p.prev, action),
-        "lines_hash": s.lines_hash or None,
-        "chain": s.chain,
-        "versions": versions,
-        "session_hint": p.file.session_hint,
-        "parent_session_hint": p.file.parent_session_hint,
-    }
-
-
-def _what_loads(p: Planned, s: snap.Snapshot, compared: bool) -> tuple[str, int, int, int, list]:
-    """(action, bytes of the snapshot already loaded, epoch, lines before the first to load,
-    the file's live loads as (epoch, first line)) for a file read; `compared` when its lines
-    were compared with those it gave before, line by line (a whole container whose adapter's
-    SQL reads lines on their own, read before by this version). Without the comparison a
-    changed container loads again whole."""
-    prev, action = p.prev, p.action
-    versions = list(prev.get("versions") or []) if prev else []
-    if action == "new":
-        return "new", 0, 1, 0, []
-    if compared and s.common == prev["lines_read"]:
-        # every line loaded before comes first again: the rest is appended
-        return "append", s.common_end, prev["epoch"], prev["lines_read"], versions
-    if compared and s.common:
-        # the first s.common lines are those loaded before: they stay where they are, and the
-        # rest loads as a new epoch from the line after them
-        epoch = prev["epoch"] + 1
-        kept = [(e, first) for e, first in (versions or [(prev["epoch"], 1)]) if first <= s.common]
-        return "replace_tail", s.common_end, epoch, s.common, kept + [(epoch, s.common + 1)]
-    if action == "rewrite":
-        return "rewrite", 0, prev["epoch"] + 1, 0, []
-    return action, 0, prev["epoch"], prev["lines_read"], versions        # a JSONL file appended
-
-
-def _kept_records(prev: dict | None, action: str) -> int:
-    """The file's records loaded before that stay live: all of them for an append, none for a
-    rewrite; for a replaced tail, session_parts.derive_kept counts them in the lake."""
-    return prev["records"] if prev and action not in ("rewrite", "replace_tail") else 0
 
 
 def index(workers: Workers, staging: Path, batches: list[list[RowGroup]], run_id: int,

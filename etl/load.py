@@ -11,7 +11,7 @@ import json
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -92,6 +92,15 @@ class FileContext:
     parent_session_hint: str | None
 
 
+class Pending(NamedTuple):
+    """A batch a writer gathered and has not loaded yet."""
+
+    files: dict[int, FileContext]
+    tables: list[pa.Table]
+    bad: list[tuple[BadLine, FileContext]]
+    nbytes: int
+
+
 class BatchWriter:
     """Collects line batches of one source and flushes them through DuckDB into Parquet.
 
@@ -130,6 +139,29 @@ class BatchWriter:
             self.tables.append(table)
         self.bad.extend((b, ctx) for b in bad)
         self.pending_bytes += nbytes
+
+    def take_pending(self) -> Pending:
+        """The batch gathered so far, taken out to be loaded elsewhere (etl/shared_batches.py);
+        the writer gathers a new one."""
+        pending = Pending(self.files, self.tables, self.bad, self.pending_bytes)
+        self.files, self.tables, self.bad, self.pending_bytes = {}, [], [], 0
+        return pending
+
+    def load_pending(self, pending: Pending) -> None:
+        """Load a batch another writer gathered, as this writer's own."""
+        self.files, self.tables, self.bad, self.pending_bytes = pending
+        self.flush()
+
+    def absorb(self, other: BatchWriter) -> None:
+        """Count what `other` wrote (batches of this writer's files it loaded) as this
+        writer's own."""
+        self.written += other.written
+        self.batches += other.batches
+        self.sessions |= other.sessions
+        for counts, theirs in ((self.records_by_file, other.records_by_file),
+                               (self.quarantined_by_file, other.quarantined_by_file)):
+            for fid, n in theirs.items():
+                counts[fid] = counts.get(fid, 0) + n
 
     def flush(self) -> None:
         if not self.tables and not self.bad:

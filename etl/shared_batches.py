@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import duckdb
 
 from convarch.adapters.base import Extract
-from convarch.etl.load import BatchWriter
+from convarch.etl.load import BatchWriter, Pending
 
 
 @dataclass(eq=False)
@@ -27,10 +27,7 @@ class Job:
     """One full batch taken out of a unit's writer, and what loading it wrote."""
 
     extract: Extract
-    files: dict
-    tables: list
-    bad: list
-    nbytes: int
+    pending: Pending
     loaded: BatchWriter | None = None      # the writer that loaded it, for what it wrote
     error: BaseException | None = None
     done: threading.Event = field(default_factory=threading.Event)
@@ -54,8 +51,7 @@ class SharedBatches:
         load its oldest batch on this thread."""
         if self._stopped:
             raise RuntimeError("the run is stopping: another unit failed")
-        job = Job(writer.extract, writer.files, writer.tables, writer.bad, writer.pending_bytes)
-        writer.files, writer.tables, writer.bad, writer.pending_bytes = {}, [], [], 0
+        job = Job(writer.extract, writer.take_pending())
         mine.append(job)
         with self._cv:
             self._queue.append(job)
@@ -81,14 +77,7 @@ class SharedBatches:
         for job in mine:
             if job.error is not None:
                 raise job.error
-            w = job.loaded
-            writer.written += w.written
-            writer.batches += w.batches
-            writer.sessions |= w.sessions
-            for counts, theirs in ((writer.records_by_file, w.records_by_file),
-                                   (writer.quarantined_by_file, w.quarantined_by_file)):
-                for fid, n in theirs.items():
-                    counts[fid] = counts.get(fid, 0) + n
+            writer.absorb(job.loaded)
 
     def finished(self, mine: list[Job]) -> None:
         """A unit is done (or failed: its batches still waiting are dropped)."""
@@ -125,8 +114,7 @@ class SharedBatches:
     def _run(self, con: duckdb.DuckDBPyConnection, job: Job) -> None:
         try:
             w = self._make_writer(con, job.extract)
-            w.files, w.tables, w.bad, w.pending_bytes = job.files, job.tables, job.bad, job.nbytes
-            w.flush()
+            w.load_pending(job.pending)
             job.loaded = w
         except BaseException as exc:      # noqa: BLE001 - handed to the unit, which raises it
             job.error = exc

@@ -15,8 +15,8 @@ import pytest
 
 from convarch import adapters
 from convarch.adapters import cline, continue_dev, goose
-from convarch.etl import extract as extract_mod
-from convarch.etl.containers import WholeStream, snapshot_whole, streams
+from convarch.etl import read_file as read_file_mod
+from convarch.etl.containers import WholeStream, makes_lines, snapshot_whole
 from convarch.etl.lines import split_chunks, split_snapshot
 from convarch.etl.ingest import ingest
 from convarch.etl.layout import Layout
@@ -110,8 +110,8 @@ def test_a_document_saved_again_unchanged_loads_nothing(tmp_path, monkeypatch):
     assert lake_files(db) == files
     # its new size and time are remembered: the next run does not read it at all
     read = []
-    real = extract_mod.snapshot_whole
-    monkeypatch.setattr(extract_mod, "snapshot_whole", lambda *a, **k: read.append(a[0].path) or real(*a, **k))
+    real = read_file_mod.snapshot_whole
+    monkeypatch.setattr(read_file_mod, "snapshot_whole", lambda *a, **k: read.append(a[0].path) or real(*a, **k))
     assert run(db, cline, root).files_changed == 0
     assert read == []
     same_as_fresh(db, cline, root, tmp_path)
@@ -391,14 +391,14 @@ def test_the_copy_of_a_grown_document_leaves_out_the_lines_loaded_before(tmp_pat
     history.append({"role": "user", "content": [{"type": "text", "text": "and the docs too"}]})
     api.write_text(json.dumps(history))
     copies = []
-    real = extract_mod.snapshot_whole
+    real = read_file_mod.snapshot_whole
 
     def watched(*args, **kwargs):
         s = real(*args, **kwargs)
         copies.append((s, s.path.stat().st_size))
         return s
 
-    monkeypatch.setattr(extract_mod, "snapshot_whole", watched)
+    monkeypatch.setattr(read_file_mod, "snapshot_whole", watched)
     assert run(db, cline, root).records_added == 1
     s, size = next((s, size) for s, size in copies if s.common)
     assert s.omitted == s.common_end > 0
@@ -434,7 +434,7 @@ def test_a_container_read_the_first_time_is_cut_as_its_lines_are_made(name, tmp_
     out first: the same lines, numbers, offsets, bad lines and hashes as the written copy."""
     adapter = adapters.ADAPTERS[name]
     root = next(p for p in (REPO / "fixtures" / name / "contract", REPO / "fixtures" / name / "demo") if p.exists())
-    files = [sf for sf in adapter.discover(adapter.resolve_root(root)) if sf.container != "jsonl" and streams(sf)]
+    files = [sf for sf in adapter.discover(adapter.resolve_root(root)) if sf.container != "jsonl" and makes_lines(sf)]
     if not files:
         pytest.skip("no store read whole")
     for i, sf in enumerate(files):

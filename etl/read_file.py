@@ -1,0 +1,201 @@
+"""Reading one changed file of a run: its private copy, what of it loads, its line batches.
+
+A JSONL file is copied up to its last complete line and read from its watermark; a whole
+container (a JSON document, a SQLite family) is copied and turned into lines, compared with
+the lines it gave before (etl/containers.py) so that only what changed loads, or, read for the
+first time, cut and loaded as its lines are made. The batches go to the unit's writer
+(etl/extract.py runs the units on the workers); the watermark update returned is what ingest
+commits.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from convarch.adapters.base import SourceFile
+from convarch.etl import lines as line_cutter
+from convarch.etl import snapshot as snap
+from convarch.etl.containers import WholeStream, makes_lines, snapshot_whole
+from convarch.etl.lines import split_chunks, split_snapshot
+from convarch.etl.load import BatchWriter, FileContext
+from convarch.etl.redact import Redactor, redact_json_line
+
+if TYPE_CHECKING:
+    from convarch.etl.extract import UnitResult
+
+
+@dataclass
+class Planned:
+    """A file the run found, what it will do with it (its action) and from which byte."""
+
+    file: SourceFile
+    stat: snap.FileStat
+    prev: dict | None
+    action: str          # new | append | rewrite | touched | unchanged
+    start: int
+    file_id: int = 0
+
+
+def reason(exc: BaseException) -> str:
+    if isinstance(exc, snap.NotRegularFile):
+        return "not a regular file (symlink, FIFO or device): not read"
+    return f"cannot read: {exc.strerror or exc}" if isinstance(exc, OSError) else str(exc)
+
+
+def read_file(p: Planned, writer: BatchWriter, snapdir: Path, result: UnitResult, redacting: bool,
+              flush: Callable[[], None], flush_bytes: int) -> dict | None:
+    """Read one changed file into `writer` (calling `flush` whenever `flush_bytes` are
+    pending); returns its watermark update, or None when nothing loads (`result` says why:
+    skipped, or the same lines as before)."""
+    from convarch import adapters
+
+    prev = p.prev
+    file_id = p.file_id
+    action = p.action
+    dest = snapdir / f"{file_id}.jsonl"
+    whole_container = p.file.container != "jsonl"
+    stand_alone = whole_container and getattr(adapters.get(p.file.source), "LINES_STAND_ALONE", False)
+    known = None
+    if action == "rewrite" and prev.get("lines_hash"):
+        known = (prev["lines_read"], prev["lines_hash"])
+    if whole_container and action == "new" and makes_lines(p.file):
+        return _read_new_container(p, writer, snapdir, result, redacting, flush, flush_bytes, stand_alone)
+    try:
+        if not whole_container:
+            s = snap.snapshot_lines(p.file.path, p.start, dest)
+        else:
+            t0 = time.monotonic()
+            s = snapshot_whole(p.file, dest, snapdir / f"{file_id}.copy",
+                               prev.get("chain") if known else None, keep_chain=stand_alone,
+                               leave_out_common=stand_alone)
+            result.read_seconds[str(p.file.path)] = time.monotonic() - t0
+    except (OSError, snap.NotRegularFile) as exc:
+        result.skipped.append((str(p.file.path), reason(exc)))
+        return None
+    if known == (s.lines, s.lines_hash):
+        # the same lines as before (a write to a table not read, a document saved again):
+        # nothing to load, only the new stat to remember
+        dest.unlink()
+        result.same.append(p)
+        return None
+    action, skip, epoch, lines_read, versions = _what_loads(p, s, stand_alone and bool(known and prev.get("chain")))
+    ctx = _context(p, epoch)
+    redactor = Redactor() if redacting else None
+    # the copy may leave out the lines already loaded (snapshot_whole): it starts that far in
+    lines_read += _add_batches(split_snapshot(dest, file_id, s.start + s.omitted, lines_read + 1,
+                                              transform=_redacting(redactor), skip=skip - s.omitted),
+                               ctx, writer, flush, flush_bytes)
+    dest.unlink()
+    if redactor is not None:
+        result.redacted += sum(redactor.counts.values())
+    return _update(p, s, action, epoch, lines_read, versions)
+
+
+def _read_new_container(p: Planned, writer: BatchWriter, snapdir: Path, result: UnitResult, redacting: bool,
+                        flush: Callable[[], None], flush_bytes: int, keep_chain: bool) -> dict | None:
+    """A container read for the first time: its lines are cut and loaded as they are made
+    (WholeStream), not written out whole first; everything it gives loads."""
+    try:
+        stream = WholeStream(p.file, snapdir / f"{p.file_id}.copy", keep_chain=keep_chain)
+    except (OSError, snap.NotRegularFile) as exc:
+        result.skipped.append((str(p.file.path), reason(exc)))
+        return None
+    ctx = _context(p, 1)
+    redactor = Redactor() if redacting else None
+    lines_read = _add_batches(split_chunks(stream.chunks(line_cutter.READ_CHUNK), p.file_id, transform=_redacting(redactor)),
+                              ctx, writer, flush, flush_bytes)
+    result.read_seconds[str(p.file.path)] = stream.seconds       # the read, not the loads
+    if redactor is not None:
+        result.redacted += sum(redactor.counts.values())
+    return _update(p, stream.snapshot(), "new", 1, lines_read, [])
+
+
+def _context(p: Planned, epoch: int) -> FileContext:
+    return FileContext(
+        file_id=p.file_id,
+        source=p.file.source,
+        epoch=epoch,
+        source_file=str(p.file.path),
+        file_stem=p.file.path.stem,
+        session_hint=p.file.session_hint,
+        parent_session_hint=p.file.parent_session_hint,
+    )
+
+
+def _redacting(redactor: Redactor | None) -> Callable[[str], str] | None:
+    if redactor is None:
+        return None
+
+    def transform(line: str) -> str:
+        return redact_json_line(line, redactor)
+
+    return transform
+
+
+def _add_batches(batches, ctx: FileContext, writer: BatchWriter, flush: Callable[[], None], flush_bytes: int) -> int:
+    """Hand a file's line batches to the writer, flushing (or handing over) each full batch;
+    returns the physical lines they held."""
+    lines = 0
+    for batch in batches:
+        writer.add(ctx, batch.table, batch.bad, batch.nbytes)
+        lines += batch.lines
+        if writer.pending_bytes >= flush_bytes:
+            flush()
+    return lines
+
+
+def _update(p: Planned, s: snap.Snapshot, action: str, epoch: int, lines_read: int, versions: list) -> dict:
+    """The watermark update of a file read: what the commit records of it."""
+    return {
+        "file_id": p.file_id,
+        "source": p.file.source,
+        "path": str(p.file.path),
+        "action": action,
+        "stat": p.stat,
+        "offset": s.end,
+        "size": s.size,
+        "head_len": s.head_len,
+        "head_hash": s.head_hash,
+        "epoch": epoch,
+        "tail_bytes": s.size - s.end,
+        "lines_read": lines_read,
+        "prev_records": _kept_records(p.prev, action),
+        "lines_hash": s.lines_hash or None,
+        "chain": s.chain,
+        "versions": versions,
+        "session_hint": p.file.session_hint,
+        "parent_session_hint": p.file.parent_session_hint,
+    }
+
+
+def _what_loads(p: Planned, s: snap.Snapshot, compared: bool) -> tuple[str, int, int, int, list]:
+    """(action, bytes of the snapshot already loaded, epoch, lines before the first to load,
+    the file's live loads as (epoch, first line)) for a file read; `compared` when its lines
+    were compared with those it gave before, line by line (a whole container whose adapter's
+    SQL reads lines on their own, read before by this version). Without the comparison a
+    changed container loads again whole."""
+    prev, action = p.prev, p.action
+    versions = list(prev.get("versions") or []) if prev else []
+    if action == "new":
+        return "new", 0, 1, 0, []
+    if compared and s.common == prev["lines_read"]:
+        # every line loaded before comes first again: the rest is appended
+        return "append", s.common_end, prev["epoch"], prev["lines_read"], versions
+    if compared and s.common:
+        # the first s.common lines are those loaded before: they stay where they are, and the
+        # rest loads as a new epoch from the line after them
+        epoch = prev["epoch"] + 1
+        kept = [(e, first) for e, first in (versions or [(prev["epoch"], 1)]) if first <= s.common]
+        return "replace_tail", s.common_end, epoch, s.common, kept + [(epoch, s.common + 1)]
+    if action == "rewrite":
+        return "rewrite", 0, prev["epoch"] + 1, 0, []
+    return action, 0, prev["epoch"], prev["lines_read"], versions        # a JSONL file appended
+
+
+def _kept_records(prev: dict | None, action: str) -> int:
+    """The file's records loaded before that stay live: all of them for an append, none for a
+    rewrite; for a replaced tail, session_parts.derive_kept counts them in the lake."""
+    return prev["records"] if prev and action not in ("rewrite", "replace_tail") else 0
