@@ -19,6 +19,7 @@ from convarch.etl.load import BatchWriter, Written
 from convarch.etl.partfiles import PerWorker, RowGroup
 from convarch.etl.read_file import Planned, read_file
 from convarch.etl.shared_batches import Job, SharedBatches
+from convarch.etl.stage_clock import StageClock
 from convarch.etl.workers import Workers
 
 if TYPE_CHECKING:
@@ -176,9 +177,10 @@ def extract(staging, run_id, state, changed: list[Planned], summary: Summary, pr
     redacting = summary.redacting
     parts = PerWorker(run_id, staging / "out", "w")
     learnt: dict[str, int] = {}       # batch sizes that fit a worker's memory (BatchWriter.learnt)
+    clock = StageClock()
 
     def writer_for(con, extract, context: pa.Table | None = None) -> BatchWriter:
-        return BatchWriter(run_id, staging / "out", extract, con, batch_numbers, parts.mine(), context, learnt)
+        return BatchWriter(run_id, staging / "out", extract, con, batch_numbers, parts.mine(), context, learnt, clock)
 
     planned = units(changed)
     shared = SharedBatches(workers.n, len(planned), writer_for) if workers.n > 1 and len(planned) else None
@@ -238,6 +240,7 @@ def extract(staging, run_id, state, changed: list[Planned], summary: Summary, pr
         summary.redacted += r.redacted
         summary.read_seconds.update(r.read_seconds)
         same += r.same
+    summary.stage_seconds = clock.as_json()
     return written, updates, sessions, batches, same
 
 

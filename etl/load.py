@@ -24,6 +24,7 @@ from convarch import sql
 from convarch.adapters.base import MALFORMED_ROW, Extract
 from convarch.etl.duck import is_json_object
 from convarch.etl.lines import BadLine
+from convarch.etl.stage_clock import StageClock
 
 if TYPE_CHECKING:
     from convarch.etl.partfiles import PartitionFiles, RowGroup
@@ -109,7 +110,7 @@ class BatchWriter:
 
     def __init__(self, run_id: int, staging: Path, extract: Extract, con: duckdb.DuckDBPyConnection,
                  batch_numbers: Iterator[int], parts: PartitionFiles, earlier: pa.Table | None = None,
-                 learnt: dict[str, int] | None = None):
+                 learnt: dict[str, int] | None = None, clock: StageClock | None = None):
         self.run_id = run_id
         self.staging = staging
         self.extract = extract
@@ -132,6 +133,7 @@ class BatchWriter:
         # the adapter's context lines of the files loaded so far (Extract.context), from the lake
         # for appended files and from each batch as it loads
         self.earlier = earlier
+        self.clock = clock if clock is not None else StageClock()
 
     def add(self, ctx: FileContext, table: pa.Table, bad: list[BadLine], nbytes: int) -> None:
         self.files[ctx.file_id] = ctx
@@ -173,23 +175,29 @@ class BatchWriter:
         if self.tables:
             # one chunk: DuckDB pays ~2 ms for each Arrow chunk it scans in the records query, so
             # a batch of 1,100 small files (a chunk each) took 2.8 s instead of 0.16 s
-            lines_all = pa.concat_tables(self.tables).combine_chunks()
+            with self.clock.timing("cut"):
+                lines_all = pa.concat_tables(self.tables).combine_chunks()
             con.register("batch_files", self._files_table())
             groups += self._load_lines(lines_all)
             con.unregister("batch_files")
         if self.bad:
-            con.register("quarantine_batch", self._quarantine_table())
-            for fid, n in con.execute("select file_id, count(*) from quarantine_batch group by 1").fetchall():
-                self.quarantined_by_file[fid] = self.quarantined_by_file.get(fid, 0) + n
-            out.mkdir(parents=True, exist_ok=True, mode=0o700)
-            self._copy("quarantine", "select * from quarantine_batch", out, k)
-            con.unregister("quarantine_batch")
+            with self.clock.timing("quarantine"):
+                self._quarantine(out, k)
         if groups:
             self.batches.append(groups)
         self.tables.clear()
         self.bad.clear()
         self.files = {}
         self.pending_bytes = 0
+
+    def _quarantine(self, out: Path, k: int) -> None:
+        con = self.con
+        con.register("quarantine_batch", self._quarantine_table())
+        for fid, n in con.execute("select file_id, count(*) from quarantine_batch group by 1").fetchall():
+            self.quarantined_by_file[fid] = self.quarantined_by_file.get(fid, 0) + n
+        out.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self._copy("quarantine", "select * from quarantine_batch", out, k)
+        con.unregister("quarantine_batch")
 
     def _load_lines(self, lines: pa.Table, roomy: bool = False) -> list[RowGroup]:
         """Parse, normalize and write a batch's lines; returns their row groups.
@@ -209,9 +217,11 @@ class BatchWriter:
             return self._load_halves(lines)     # lines like these ran out of memory already: no retry
         bad_before = len(self.bad)
         try:
-            self._records_batch(lines)
-            con.execute(sql.read("extract/fill_month"))
-            con.execute(f"create or replace temp table blocks_batch as {sql.read(self.extract.blocks)}")
+            with self.clock.timing("parse"):
+                self._records_batch(lines)
+            with self.clock.timing("blocks"):
+                con.execute(sql.read("extract/fill_month"))
+                con.execute(f"create or replace temp table blocks_batch as {sql.read(self.extract.blocks)}")
         except duckdb.OutOfMemoryException as exc:
             con.execute("drop table if exists records_batch; drop table if exists blocks_batch")
             con.unregister("lines")
@@ -227,14 +237,17 @@ class BatchWriter:
             self._too_large(lines, exc)
             return []
         if self.extract.context:
-            self._remember_context()
+            with self.clock.timing("parse"):
+                self._remember_context()
         for fid, n in con.execute("select file_id, count(*) from records_batch group by 1").fetchall():
             self.records_by_file[fid] = self.records_by_file.get(fid, 0) + n
         self.sessions.update(
             (s, sid) for s, sid in con.execute("select distinct source, session_id from records_batch").fetchall()
         )
-        groups = self.parts.write(con, "records", sql.read("extract/stored_records"))
-        groups += self.parts.write(con, "blocks", "select * from blocks_batch")
+        with self.clock.timing("write_records"):
+            groups = self.parts.write(con, "records", sql.read("extract/stored_records"))
+        with self.clock.timing("write_blocks"):
+            groups += self.parts.write(con, "blocks", "select * from blocks_batch")
         con.unregister("lines")
         con.execute("drop table records_batch; drop table blocks_batch")
         return groups

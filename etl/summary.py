@@ -27,6 +27,8 @@ class Summary:
     files_deferred: int = 0
     #: seconds spent reading each store read whole in this run (copy, lines, hashes), by path
     read_seconds: dict[str, float] = field(default_factory=dict)
+    #: seconds each stage of loading took, summed over the workers (etl/stage_clock.py)
+    stage_seconds: dict[str, float] = field(default_factory=dict)
 
     def as_json(self) -> dict:
         return {
@@ -43,6 +45,7 @@ class Summary:
             "index_seconds": round(self.index_seconds, 3),
             "chain_seconds": round(self.chain_seconds, 3),
             "compact_seconds": round(self.compact_seconds, 3),
+            "stage_seconds": self.stage_seconds,
             "files_merged": self.files_merged,
             "redacting": self.redacting,
             "redacted": self.redacted,
