@@ -48,7 +48,7 @@ def _date(value: str | None, name: str) -> str | None:
 
 
 @click.command()
-@click.argument("query")
+@click.argument("query", nargs=-1, required=True)
 @click.option("--source", help="Only this source.")
 @click.option("--cwd", type=click.Path(), help="Only sessions run in this folder or below it.")
 @click.option("--since", help="Only messages at or after this date (UTC).")
@@ -59,9 +59,14 @@ def _date(value: str | None, name: str) -> str | None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_obj
 def search(obj, query, source, cwd, since, until, role, include_tools, limit, as_json) -> None:
-    """Find messages by words or "quoted phrases", best matches first (BM25)."""
+    """Find messages by words or "quoted phrases", best matches first (BM25).
+
+    The words may come as one argument or several: `search connection pool` is `search
+    "connection pool"`; a phrase keeps its quotes inside the argument: `search '"max size"'`.
+    """
     import os
 
+    query = " ".join(query)
     words, phrases = parse_query(query)
     con = connect(obj.db)
     try:

@@ -41,6 +41,7 @@ def hits(db, *args):
 def test_ranked_search_with_identifier_splitting(tmp_path):
     db, _root, a, b = corpus(tmp_path)
     got = hits(db, "connection pool")
+    assert hits(db, "connection", "pool") == got              # words as separate arguments, as typed
     assert got[0]["session_id"] == a.sid and got[0]["matched_terms"] == 2
     assert {h["session_id"] for h in got} == {a.sid, b.sid}          # "pool" alone matches the UI session
     assert got[-1]["session_id"] == b.sid
@@ -52,6 +53,7 @@ def test_ranked_search_with_identifier_splitting(tmp_path):
 def test_phrases_and_filters(tmp_path):
     db, _root, a, b = corpus(tmp_path)
     assert [h["role"] for h in hits(db, '"connection pool max_size"')] == ["assistant"]
+    assert [h["role"] for h in hits(db, "raised", '"connection pool max_size"')] == ["assistant"]
     assert hits(db, "pool", "--role", "user", "--cwd", "/home/demo/web")[0]["session_id"] == b.sid
     assert {h["session_id"] for h in hits(db, "pool", "--since", "2026-10-04")} == {b.sid}
     assert {h["session_id"] for h in hits(db, "pool", "--until", "2026-10-04")} == {a.sid}
