@@ -51,6 +51,12 @@ def define_chain_views(con: duckdb.DuckDBPyConnection, *, as_tables: bool = Fals
 #: outputs are most of the blocks' bytes. A chain view that starts reading one fails to bind
 #: at ingest (tests/test_chains.py), it never sees a silent null.
 UNREAD = {"blocks": "exclude (output_text, tool_input)", "records": "exclude (metadata_raw)"}
+#: How a group reads its records. The raw lines are most of their bytes, and the chain steps
+#: read only the few kept as chain_raw (sql/extract/stored_records.sql), so raw is left
+#: unread, a null column (the views bind as over the lake). A file written before chain_raw
+#: existed hands its raw lines over as chain_raw: the steps read the same facts from them.
+RECORDS_READ = {True: f"t.* {UNREAD['records']} replace (null::varchar as raw)",
+                False: f"t.* {UNREAD['records']}, t.raw as chain_raw"}
 
 #: A group of files whose chains one worker computes at once: big enough that the recursive
 #: walk's per-step cost is shared, small enough that its memory stays bounded.
@@ -117,12 +123,14 @@ def materialize(layout: Layout, state: duckdb.DuckDBPyConnection, run_id: int, e
         if w.table_name in files:
             files[w.table_name].append(str(layout.lake / w.path))
     groups = groups_of(epochs, records or {}, nbytes or {})
-    ranges = {f: _file_id_range(f) for listed in files.values() for f in listed}
+    footers = {f: _footer(f) for listed in files.values() for f in listed}
 
-    def group_files(group: list) -> dict[str, list[str]]:
-        # only the Parquet files whose file_id range meets the group's: a group reads its own rows
+    def group_files(group: list) -> dict[str, list[tuple[str, bool]]]:
+        # only the Parquet files whose file_id range meets the group's: a group reads its own
+        # rows; with each, whether it has chain_raw
         lo, hi = min(e[0] for e in group), max(e[0] for e in group)
-        return {t: [f for f in listed if ranges[f] is None or (ranges[f][0] <= hi and ranges[f][1] >= lo)]
+        return {t: [(f, footers[f][1]) for f in listed
+                    if footers[f][0] is None or (footers[f][0][0] <= hi and footers[f][0][1] >= lo)]
                 for t, listed in files.items()}
 
     parts = PerWorker(run_id, staging / "chains", "g")
@@ -135,10 +143,15 @@ def materialize(layout: Layout, state: duckdb.DuckDBPyConnection, run_id: int, e
     return parts.close(), time.perf_counter() - t0
 
 
-def _file_id_range(path: str) -> tuple[int, int] | None:
-    """Smallest and largest file_id in a Parquet file, from its footer; None when unknown (an
-    empty seed, or no statistics), and such a file is always read."""
-    meta = pq.ParquetFile(path).metadata
+def _footer(path: str) -> tuple[tuple[int, int] | None, bool]:
+    """From a Parquet file's footer: its smallest and largest file_id (None when unknown: an
+    empty seed, or no statistics, and such a file is always read) and whether it has a
+    chain_raw column."""
+    pf = pq.ParquetFile(path)
+    return _file_id_range(pf.metadata), "chain_raw" in pf.schema_arrow.names
+
+
+def _file_id_range(meta: pq.FileMetaData) -> tuple[int, int] | None:
     lo = hi = None
     for g in range(meta.num_row_groups):
         group = meta.row_group(g)
@@ -155,7 +168,7 @@ def _file_id_range(path: str) -> tuple[int, int] | None:
 
 
 def _build_group(con: duckdb.DuckDBPyConnection, parts: PartitionFiles, epochs: list[tuple],
-                 files: dict[str, list[str]], run_id: int) -> None:
+                 files: dict[str, list[tuple[str, bool]]], run_id: int) -> None:
     # one Arrow table, not a statement per file: executemany cost ~1 ms a row here, 4.6 s for
     # a group of 4,200 small files (a store of one file per event)
     live = [(e[0], epoch, e[2], first, last) for e in epochs for epoch, first, last in e[3]]
@@ -172,13 +185,19 @@ def _build_group(con: duckdb.DuckDBPyConnection, parts: PartitionFiles, epochs: 
     for table in ("records", "blocks"):
         # read once into a table: every chain step reads these, and binding a view over all
         # the lake's files would read each file's footer again for every step
-        con.execute(f"drop view if exists stg_{table}")
-        con.execute(
-            f"create or replace temp table stg_{table} as select t.* {UNREAD[table]} "
-            f"from read_parquet({sql_list(files[table])}, hive_partitioning = true, union_by_name = true) as t join wanted on wanted.file_id = t.file_id and wanted.epoch = t.file_epoch "
+        if table == "records":
+            reads = [(RECORDS_READ[has], [f for f, h in files[table] if h == has]) for has in (True, False)]
+        else:
+            reads = [(f"t.* {UNREAD[table]}", [f for f, _ in files[table]])]
+        selects = [
+            f"select {columns} "
+            f"from read_parquet({sql_list(paths)}, hive_partitioning = true, union_by_name = true) as t join wanted on wanted.file_id = t.file_id and wanted.epoch = t.file_epoch "
             "and t.line_no between wanted.first_line and wanted.last_line "
             f"where t.file_id in ({ids})"
-        )
+            for columns, paths in reads if paths
+        ]
+        con.execute(f"drop view if exists stg_{table}")
+        con.execute(f"create or replace temp table stg_{table} as {' union all by name '.join(selects)}")
     define_chain_views(con, as_tables=True)
     for name in MATERIALIZED:
         parts.write(con, name, f"{_with_source(con, name)}, {int(run_id)}::bigint as chain_run_id, 'all' as month "

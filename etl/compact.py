@@ -22,6 +22,7 @@ from pathlib import Path
 
 import duckdb
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from convarch.etl.layout import Layout
 from convarch.etl.duck import sql_list, sql_literal
@@ -111,9 +112,6 @@ def compact(layout: Layout, state: duckdb.DuckDBPyConnection, run_id: int, stagi
 
 def _merge(con: duckdb.DuckDBPyConnection, layout: Layout, run_id: int, base: Path, k: int,
            part: Partition) -> list[Written]:
-    out = base / f"c{k:05d}"
-    target = out / part.table
-    target.mkdir(parents=True, mode=0o700)
     listed = sql_list(layout.lake / p for p in part.paths)
     before = con.execute(f"select count(*) from read_parquet({listed})").fetchone()[0]
     if key := partfiles.SORTED_BY.get(part.table):
@@ -121,17 +119,36 @@ def _merge(con: duckdb.DuckDBPyConnection, layout: Layout, run_id: int, base: Pa
         order, groups = f" order by {key}", f"row_group_size {partfiles.RUN_GROUP_ROWS}"
     else:
         order, groups = "", f"row_group_size_bytes {ROW_GROUP_BYTES}"
-    con.execute(
-        f"copy (select * from read_parquet({listed}, hive_partitioning = true, union_by_name = true){order}) "
-        f"to {sql_literal(str(target))} (format parquet, compression zstd, partition_by (source, month), "
-        f"filename_pattern 'r{run_id:06d}_c{k:05d}_{{i}}', file_size_bytes {MERGED_BYTES}, {groups})"
-    )
-    got = [Written(str(rel), part.table, parts["source"], parts["month"], n, p.stat().st_size, p)
-           for p, rel, parts, n in written_files(target, out)]
+    got: list[Written] = []
+    for j, paths in enumerate(_same_columns(layout, part)):
+        out = base / f"c{k:05d}_{j}"
+        target = out / part.table
+        target.mkdir(parents=True, mode=0o700)
+        con.execute(
+            f"copy (select * from read_parquet({sql_list(layout.lake / p for p in paths)}, hive_partitioning = true, "
+            f"union_by_name = true){order}) "
+            f"to {sql_literal(str(target))} (format parquet, compression zstd, partition_by (source, month), "
+            f"filename_pattern 'r{run_id:06d}_c{k:05d}_{j}_{{i}}', file_size_bytes {MERGED_BYTES}, {groups})"
+        )
+        got += [Written(str(rel), part.table, parts["source"], parts["month"], n, p.stat().st_size, p)
+                for p, rel, parts, n in written_files(target, out)]
     if sum(w.row_count for w in got) != before:        # never retire a row that was not rewritten
         raise RuntimeError(f"compacting {part.table}/{part.source}/{part.month}: "
                            f"{before} rows read, {sum(w.row_count for w in got)} written")
     return got
+
+
+def _same_columns(layout: Layout, part: Partition) -> list[list[str]]:
+    """The partition's files in the groups merged together. Records files written before
+    chain_raw existed are merged apart from the others: merged with them, their rows would get
+    a null chain_raw, and the chain rebuild reads such a file's raw lines instead only when the
+    file has no chain_raw at all (etl/chains.py)."""
+    if part.table != "records":
+        return [part.paths]
+    groups: dict[bool, list[str]] = {}
+    for p in part.paths:
+        groups.setdefault("chain_raw" in pq.read_schema(layout.lake / p).names, []).append(p)
+    return list(groups.values())
 
 
 def purge_retired(layout: Layout, state: duckdb.DuckDBPyConnection) -> int:

@@ -49,7 +49,7 @@ RUN_GROUP_ROWS = 1 << 15
 #: query prunes row groups by them, yet their statistics held up to two whole values per row
 #: group in every file's footer, which each read-back parses, and the writer hashed every value
 #: for a dictionary it then gave up on.
-WIDE_COLUMNS = frozenset({"raw", "text", "metadata_raw", "output_text", "tool_input", "leaf_text",
+WIDE_COLUMNS = frozenset({"raw", "text", "metadata_raw", "chain_raw", "output_text", "tool_input", "leaf_text",
                           "last_prompt", "summary"})
 
 

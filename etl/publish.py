@@ -52,8 +52,8 @@ def seed_schemas() -> dict[str, pa.Schema]:
         "run_id bigint)"
     )
     con.execute(f"create temp table records_batch as {sql.read(claude_code.EXTRACT.records)}")
-    records = con.sql(f"select * exclude (source, month) from ({sql.read('extract/stored_records')})").to_arrow_table().schema
     con.execute(f"create temp table blocks_batch as {sql.read(claude_code.EXTRACT.blocks)}")
+    records = con.sql(f"select * exclude (source, month) from ({sql.read('extract/stored_records')})").to_arrow_table().schema
     blocks = con.sql("select * exclude (source, month) from blocks_batch").to_arrow_table().schema
     con.execute(f"create temp view records_loaded as {sql.read('extract/stored_records')}")
     session_parts = con.sql(

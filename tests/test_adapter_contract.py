@@ -36,10 +36,11 @@ def extract_schema(extract_sql: str, blocks_sql: str):
         "source_file varchar, file_stem varchar, session_hint varchar, parent_session_hint varchar, run_id bigint)"
     )
     con.execute(f"create temp table records_batch as {sql.read(extract_sql)}")
+    con.execute(f"create temp table blocks_batch as {sql.read(blocks_sql)}")
     # `content` only passes an adapter's parsed message content to its own blocks query;
     # what must agree is the record as stored
     rec = [(r[0], r[1]) for r in con.execute(f"describe {sql.read('extract/stored_records')}").fetchall()]
-    blk = con.execute(f"describe {sql.read(blocks_sql)}").fetchall()
+    blk = con.execute("describe blocks_batch").fetchall()
     return rec, [(r[0], r[1]) for r in blk]
 
 

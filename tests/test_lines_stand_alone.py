@@ -52,8 +52,9 @@ def extract(con, name: str, lines: pa.Table) -> tuple[list, list]:
     ext = adapters.ADAPTERS[name].EXTRACT
     con.register("lines", lines)
     con.execute(f"create or replace temp table records_batch as {sql.read(ext.records)}")
+    con.execute(f"create or replace temp table blocks_batch as {sql.read(ext.blocks)}")
     records = con.execute(f"select * from ({sql.read('extract/stored_records')})").fetchall()
-    blocks = con.execute(sql.read(ext.blocks)).fetchall()
+    blocks = con.execute("select * from blocks_batch").fetchall()
     con.unregister("lines")
     return records, blocks
 

@@ -72,8 +72,8 @@ lengths as (
 summaries as (
     select
         file_id,
-        raw ->> '$.leafUuid' as leaf_id,
-        arg_max(raw ->> '$.summary', line_no) as summary
+        chain_raw ->> '$.leafUuid' as leaf_id,
+        arg_max(chain_raw ->> '$.summary', line_no) as summary
     from stg_records
     where source = 'claude_code'
         and record_type = 'summary'

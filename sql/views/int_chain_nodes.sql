@@ -95,35 +95,36 @@ bridge_targets as (
 ),
 
 -- the map's values: the last line of every uuid, with the fields the extraction does not
--- type read from the verbatim line only where they can occur
+-- type read from the verbatim line, kept as chain_raw where they occur
+-- (sql/extract/stored_records.sql)
 map_values as (
     select
         map_keys.node,
         map_keys.copies,
-        records.* exclude (raw),
+        records.* exclude (raw, chain_raw),
         records.kind = 'compact_boundary' as is_compact_boundary,
         -- (nested CASEs: DuckDB evaluates both sides of an AND, and JSON parsing is the cost)
         case
             when records.kind = 'compact_boundary' then
                 case
-                    when json_type(records.raw -> '$.compactMetadata.preservedSegment') = 'OBJECT'
+                    when json_type(records.chain_raw -> '$.compactMetadata.preservedSegment') = 'OBJECT'
                         then json_transform(
-                            records.raw -> '$.compactMetadata.preservedSegment',
+                            records.chain_raw -> '$.compactMetadata.preservedSegment',
                             '{"headUuid": "VARCHAR", "anchorUuid": "VARCHAR",
                               "tailUuid": "VARCHAR"}'
                         )
                 end
         end as preserved_segment,
         case
-            when contains(records.raw, '"snipMetadata"')
-                then try_cast(records.raw -> '$.snipMetadata.removedUuids' as varchar[])
+            when contains(records.chain_raw, '"snipMetadata"')
+                then try_cast(records.chain_raw -> '$.snipMetadata.removedUuids' as varchar[])
         end as snip_removed_uuids,
         case
             when records.record_type = 'assistant' then
                 case
-                    when contains(records.raw, '"isApiErrorMessage"')
+                    when contains(records.chain_raw, '"isApiErrorMessage"')
                         then coalesce(
-                            try_cast(records.raw -> '$.isApiErrorMessage' as boolean), false
+                            try_cast(records.chain_raw -> '$.isApiErrorMessage' as boolean), false
                         )
                     else false
                 end

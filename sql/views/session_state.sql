@@ -38,14 +38,14 @@ last_entries as (
         listed.*,
         -- Boolean(toolUseResult) in Claude Code: any object or array, a non-empty string, true
         -- or a non-zero number
-        case json_type(records.raw -> '$.toolUseResult')
+        case json_type(records.chain_raw -> '$.toolUseResult')
             when 'OBJECT' then true
             when 'ARRAY' then true
-            when 'VARCHAR' then (records.raw ->> '$.toolUseResult') <> ''
-            when 'BOOLEAN' then (records.raw ->> '$.toolUseResult') = 'true'
-            when 'UBIGINT' then (records.raw ->> '$.toolUseResult') <> '0'
-            when 'BIGINT' then (records.raw ->> '$.toolUseResult') <> '0'
-            when 'DOUBLE' then try_cast(records.raw ->> '$.toolUseResult' as double) <> 0
+            when 'VARCHAR' then (records.chain_raw ->> '$.toolUseResult') <> ''
+            when 'BOOLEAN' then (records.chain_raw ->> '$.toolUseResult') = 'true'
+            when 'UBIGINT' then (records.chain_raw ->> '$.toolUseResult') <> '0'
+            when 'BIGINT' then (records.chain_raw ->> '$.toolUseResult') <> '0'
+            when 'DOUBLE' then try_cast(records.chain_raw ->> '$.toolUseResult' as double) <> 0
             else false
         end as has_tool_use_result
     from listed
