@@ -28,7 +28,7 @@ from convarch.etl.layout import Layout
 from convarch.etl.duck import sql_list, sql_literal
 from convarch.etl.load import Written, written_files
 from convarch.etl import partfiles
-from convarch.etl.publish import read_manifest
+from convarch.etl.manifest import read_manifest
 from convarch.etl.workers import Workers
 
 SMALL_BYTES = 32 << 20

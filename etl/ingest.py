@@ -26,7 +26,8 @@ from convarch.etl.read_file import Planned, reason
 from convarch.etl.chains import live_lines, materialize
 from convarch.etl.compact import Compaction, compact
 from convarch.etl.load import Written
-from convarch.etl.publish import TABLES, ensure_seeds, publish, read_manifest
+from convarch.etl.manifest import moved_from, read_manifest
+from convarch.etl.publish import TABLES, ensure_seeds, publish
 from convarch.etl.state import open_state
 from convarch.etl.summary import Summary
 from convarch.etl.workers import Workers, default_workers
@@ -144,7 +145,8 @@ def _ingest(layout, targets, on_plan, progress, wait_seconds, redact, n_workers,
         last_data_run = state.execute(
             "select max(run_id) from ingest_runs where status = 'committed' and files_changed > 0"
         ).fetchone()[0]
-        if data_changed or not layout.db.exists() or manifest is None or manifest.get("data_run_id") != last_data_run:
+        if (data_changed or not layout.db.exists() or manifest is None or manifest.get("data_run_id") != last_data_run
+                or moved_from(layout, manifest)):
             publish(layout, state, last_data_run or run_id)
     except BaseException:
         if summary.run_id:

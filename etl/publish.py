@@ -156,10 +156,3 @@ def publish(layout: Layout, state: duckdb.DuckDBPyConnection, run_id: int) -> No
 def write_manifest(layout: Layout, run_id: int, files: dict[str, list[str]]) -> None:
     body = json.dumps({"format": 1, "data_run_id": run_id, "files": files}, indent=1).encode()
     replace_durably(layout.manifest, body, layout.manifest.with_suffix(".tmp"))
-
-
-def read_manifest(layout: Layout) -> dict | None:
-    try:
-        return json.loads(layout.manifest.read_text())
-    except (FileNotFoundError, json.JSONDecodeError):
-        return None

@@ -9,6 +9,7 @@ import duckdb
 from convarch.etl.duck import connect as duck_connect
 from convarch.etl.errors import ConvarchError
 from convarch.etl.layout import Layout, default_db_path
+from convarch.etl.manifest import moved_from, read_manifest
 
 
 def layout_for(db: str | os.PathLike | None = None) -> Layout:
@@ -26,6 +27,9 @@ def connect(db: str | os.PathLike | None = None, *, locked_down: bool = False) -
     layout = layout_for(db)
     if not layout.db.exists():
         raise ConvarchError(f"no warehouse at {layout.db}: run `convarch ingest --all` first")
+    if old := moved_from(layout, read_manifest(layout)):
+        raise ConvarchError(f"the warehouse at {layout.db} was moved or copied from {old}: "
+                            "run `convarch ingest --all` once to update it")
     con = duck_connect(layout.db, read_only=True)
     if locked_down:
         con.execute("set allowed_directories = ?", [[str(layout.lake) + os.sep]])

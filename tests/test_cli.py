@@ -93,6 +93,42 @@ def test_exit_codes(tmp_path):
     assert r.exit_code == 2 and "does not exist" in r.output
 
 
+def test_a_moved_or_copied_warehouse_says_so_until_ingest_updates_it(tmp_path):
+    """The catalog names its Parquet files by absolute path: a copy must not read the
+    original's files, and a move must not fail with a file error."""
+    first = tmp_path / "a" / "w.duckdb"
+    assert invoke("--db", str(first), "ingest", "claude_code", "--root", str(DEMO)).exit_code == 0
+    copy = tmp_path / "copy"
+    shutil.copytree(first.parent, copy)
+    moved = tmp_path / "moved"
+    shutil.move(str(first.parent), str(moved))
+    for folder in (copy, moved):
+        db = str(folder / "w.duckdb")
+        r = CliRunner().invoke(cli, ["--db", db, "sessions", "--json"])
+        assert r.exit_code == 1 and "was moved or copied from" in r.output and str(tmp_path / "a") in r.output
+        r = invoke("--db", db, "ingest", "claude_code", "--root", str(DEMO), "--json")
+        assert r.exit_code == 0 and json.loads(r.output)["files_changed"] == 0
+        r = invoke("--db", db, "sql", "select count(*) as n from messages", "--json")
+        assert r.exit_code == 0 and json.loads(r.output)[0]["n"] > 0
+        manifest = json.loads((folder / "w.d" / "manifest.json").read_text())
+        assert all(p.startswith(str(folder)) for paths in manifest["files"].values() for p in paths)
+
+
+def test_a_warehouse_named_through_a_symbolic_link_has_not_moved(tmp_path):
+    from convarch.etl.layout import Layout
+    from convarch.etl.manifest import moved_from
+
+    (tmp_path / "real" / "w.d" / "lake").mkdir(parents=True)
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    (tmp_path / "lake" / "w.d" / "lake").mkdir(parents=True)      # a folder named lake above it
+    for published, opened, moved in (("link", "real", False), ("real", "link", False), ("link", "link", False),
+                                      ("lake", "lake", False), ("link", "lake", True), ("lake", "real", True)):
+        lake = Layout(tmp_path / published / "w.duckdb").lake
+        manifest = {"files": {"records": [str(lake / "records" / "source=x" / "month=y" / "a.parquet")]}}
+        got = moved_from(Layout(tmp_path / opened / "w.duckdb"), manifest)
+        assert got == (str(tmp_path / published / "w.d") if moved else None), (published, opened)
+
+
 def test_each_command_loads_only_its_own_module(tmp_path):
     """Reading commands must not pay for the load machinery (Arrow, ingest) at start."""
     import subprocess

@@ -14,7 +14,7 @@ from convarch.etl import extract as extract_mod
 from convarch.etl import partfiles
 from convarch.etl.ingest import ingest
 from convarch.etl.layout import Layout
-from convarch.etl.publish import read_manifest
+from convarch.etl.manifest import read_manifest
 from helpers import scalar
 from test_parallel_load import snapshot_of
 from test_reliability import corpus
