@@ -27,7 +27,7 @@ from convarch.etl.chains import live_lines, materialize
 from convarch.etl.compact import Compaction, compact
 from convarch.etl.load import Written
 from convarch.etl.manifest import moved_from, read_manifest
-from convarch.etl.publish import TABLES, ensure_seeds, publish
+from convarch.etl.publish import TABLES, catalog_digest, ensure_seeds, publish
 from convarch.etl.state import open_state
 from convarch.etl.summary import Summary
 from convarch.etl.workers import Workers, default_workers
@@ -146,7 +146,7 @@ def _ingest(layout, targets, on_plan, progress, wait_seconds, redact, n_workers,
             "select max(run_id) from ingest_runs where status = 'committed' and files_changed > 0"
         ).fetchone()[0]
         if (data_changed or not layout.db.exists() or manifest is None or manifest.get("data_run_id") != last_data_run
-                or moved_from(layout, manifest)):
+                or manifest.get("catalog") != catalog_digest() or moved_from(layout, manifest)):
             publish(layout, state, last_data_run or run_id)
     except BaseException:
         if summary.run_id:

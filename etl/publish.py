@@ -97,6 +97,16 @@ def ensure_seeds(layout: Layout) -> dict[str, Path]:
     return seeds
 
 
+@functools.cache
+def catalog_digest() -> str:
+    """A hash of everything the catalog is made of: the public views' SQL, the search macros
+    and the stored columns. A new version whose views differ publishes again at its first
+    ingest, even with no new data (the manifest keeps the hash the catalog was made with)."""
+    texts = [sql.read(name) for name in sql.VIEWS] + [sql.read("materialized"), sql.read("search/macros"),
+                                                       _schema_sources(), str(STORED_AT_PUBLISH)]
+    return hashlib.sha256("\n".join(texts).encode()).hexdigest()[:16]
+
+
 def publish(layout: Layout, state: duckdb.DuckDBPyConnection, run_id: int) -> None:
     seeds = ensure_seeds(layout)
     files: dict[str, list[str]] = {t: [str(seeds[t])] for t in TABLES}
@@ -154,5 +164,6 @@ def publish(layout: Layout, state: duckdb.DuckDBPyConnection, run_id: int) -> No
 
 
 def write_manifest(layout: Layout, run_id: int, files: dict[str, list[str]]) -> None:
-    body = json.dumps({"format": 1, "data_run_id": run_id, "files": files}, indent=1).encode()
+    body = json.dumps({"format": 1, "data_run_id": run_id, "catalog": catalog_digest(), "files": files},
+                      indent=1).encode()
     replace_durably(layout.manifest, body, layout.manifest.with_suffix(".tmp"))

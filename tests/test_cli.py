@@ -114,6 +114,23 @@ def test_a_moved_or_copied_warehouse_says_so_until_ingest_updates_it(tmp_path):
         assert all(p.startswith(str(folder)) for paths in manifest["files"].values() for p in paths)
 
 
+def test_a_new_version_publishes_its_views_at_the_first_ingest_even_with_no_new_data(tmp_path):
+    db = tmp_path / "w.duckdb"
+    manifest = tmp_path / "w.d" / "manifest.json"
+    assert invoke("--db", str(db), "ingest", "claude_code", "--root", str(DEMO)).exit_code == 0
+    published = os.stat(db).st_mtime_ns, os.stat(db).st_ino
+    assert invoke("--db", str(db), "ingest", "claude_code", "--root", str(DEMO)).exit_code == 0
+    assert (os.stat(db).st_mtime_ns, os.stat(db).st_ino) == published       # nothing new: not again
+    older = json.loads(manifest.read_text())
+    current = older["catalog"]
+    older["catalog"] = "made-by-an-older-version"
+    manifest.write_text(json.dumps(older))
+    r = invoke("--db", str(db), "ingest", "claude_code", "--root", str(DEMO), "--json")
+    assert r.exit_code == 0 and json.loads(r.output)["files_changed"] == 0
+    assert os.stat(db).st_ino != published[1]                                 # a new catalog swapped in
+    assert json.loads(manifest.read_text())["catalog"] == current
+
+
 def test_a_warehouse_named_through_a_symbolic_link_has_not_moved(tmp_path):
     from convarch.etl.layout import Layout
     from convarch.etl.manifest import moved_from
