@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import sys
 import time
 from pathlib import Path
 
 import click
 
 from convarch import adapters
+from convarch.cli import schedule
 from convarch.cli.output import emit_json
 from convarch.cli.targets import default_targets, home
 from convarch.etl.duck import connect
@@ -75,13 +74,12 @@ def doctor(obj, as_json: bool, horizon: int) -> None:
                 entry |= {"cleanup_period_days": days, "cleanup_setting": setting,
                           "deleted_within_horizon_and_not_archived": at_risk}
             report["sources"].append(entry)
-    exe = shutil.which("convarch") or f"{sys.executable} -m convarch.cli"
-    db = f" --db {obj.layout.db}"
+    db = obj.layout.db
     report["schedule"] = {
-        "cron": f"*/30 * * * * {exe}{db} ingest --all --json >/dev/null 2>&1",
-        "systemd_service": f"[Service]\nType=oneshot\nExecStart={exe}{db} ingest --all",
+        "cron": schedule.cron_line(db),
+        "systemd_service": schedule.systemd_service(db),
         "systemd_timer": "[Timer]\nOnBootSec=5min\nOnUnitActiveSec=30min\n\n[Install]\nWantedBy=timers.target",
-        "watch": f"{exe}{db} watch",
+        "watch": schedule.watch_line(db),
     }
     if as_json:
         emit_json(report)

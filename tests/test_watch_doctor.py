@@ -155,3 +155,31 @@ def test_watch_puts_off_a_store_slow_to_read_and_says_so(tmp_path, isolated_home
     assert r.exit_code == 0, r.output
     assert calls == [set(), {"/store/state.vscdb"}]
     assert "/store/state.vscdb takes 30.0 s to read whole" in r.output and "at most every 60 s" in r.output
+
+
+# --- the schedule lines ---------------------------------------------------------------------
+
+def test_the_printed_cron_line_runs_as_cron_would_run_it(tmp_path, isolated_home, monkeypatch):
+    """Paths with spaces, quotes and a percent sign, and the store location the user set in
+    the environment, survive cron's /bin/sh with a bare environment."""
+    import subprocess
+
+    place = tmp_path / "we ird" / "it's 100%"
+    claude = place / "claude config"
+    shutil.copytree(DEMO, claude)
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(claude))
+    db = place / "ware house.duckdb"
+    report = json.loads(CliRunner().invoke(cli, ["--db", str(db), "doctor", "--json"]).output)
+    cron = report["schedule"]["cron"]
+    assert cron.startswith("*/30 * * * * ")
+    # cron turns an unescaped % into a newline and hands the rest to /bin/sh
+    line = cron[len("*/30 * * * * "):]
+    assert "%" not in line.replace("\\%", "")
+    bare = {"HOME": str(isolated_home), "PATH": "/usr/bin:/bin"}
+    done = subprocess.run(["/bin/sh", "-c", line.replace("\\%", "%")], env=bare, timeout=120)
+    assert done.returncode == 0
+    r = CliRunner().invoke(cli, ["--db", str(db), "sessions", "--json"])
+    assert r.exit_code == 0 and len(json.loads(r.output)) == 2      # the store CLAUDE_CONFIG_DIR names
+    service = report["schedule"]["systemd_service"]
+    assert f'Environment="CLAUDE_CONFIG_DIR={str(claude).replace("%", "%%")}"' in service.replace("\\'", "'")
+    assert f'--db "{str(db).replace("%", "%%")}" ingest --all' in service
