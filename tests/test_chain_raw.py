@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import json
 
-import duckdb
 import pyarrow.parquet as pq
 import pytest
 
 from convarch.adapters import claude_code
 from convarch.etl import compact
+from convarch.etl.duck import connect
 from convarch.etl.ingest import ingest
 from convarch.etl.layout import Layout
 from test_chains import SLUG, build_store, entry, open_warehouse, state, user, write_session
@@ -38,7 +38,7 @@ def _kept(db) -> tuple[set[tuple[str, str]], int]:
     """(record type, message id or a summary's leaf) of every line that kept a chain_raw copy,
     and how many lines there are in all."""
     lake = db.parent / f"{db.stem}.d" / "lake" / "records" / "source=claude_code"
-    con = duckdb.connect()
+    con = connect()
     rows = con.execute(
         f"select record_type, coalesce(message_id, json_extract_string(raw, '$.leafUuid')), chain_raw is not null "
         f"from read_parquet('{lake}/**/*.parquet')").fetchall()
@@ -56,7 +56,8 @@ def test_only_lines_the_rebuild_reads_keep_a_copy(tmp_path):
         *(("summary", leaf) for leaf in ("e4", "e6", "h3")),                 # summaries
         ("user", "t2"),                                      # a toolUseResult behind a text block
     }
-    assert lines > 10 * len(kept)     # tool results (their toolUseResult read from blocks) not
+    # every other line has none, tool results included: their first block says what they are
+    assert lines > 10 * len(kept)
     wh = open_warehouse(db)
     try:
         assert state(wh, "text-with-result") == "interrupted_turn"
