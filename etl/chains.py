@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 from convarch import sql
 from convarch.etl.layout import Layout
 from convarch.etl.duck import sql_list
-from convarch.etl.load import Written
+from convarch.etl.written import Written
 from convarch.etl.partfiles import PartitionFiles, PerWorker
 from convarch.etl.workers import Workers
 

@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 
 from convarch.etl.layout import Layout
 from convarch.etl.duck import sql_list, sql_literal
-from convarch.etl.load import Written, written_files
+from convarch.etl.written import Written, written_files
 from convarch.etl import partfiles
 from convarch.etl.manifest import read_manifest
 from convarch.etl.workers import Workers

@@ -15,7 +15,8 @@ import pyarrow as pa
 from convarch import sql
 from convarch.etl.duck import HIVE, connect, sql_list
 from convarch.etl.index import index_batch
-from convarch.etl.load import BatchWriter, Written
+from convarch.etl.load import BatchWriter
+from convarch.etl.written import Written
 from convarch.etl.partfiles import PerWorker, RowGroup
 from convarch.etl.read_file import Planned, read_file
 from convarch.etl.shared_batches import Job, SharedBatches

@@ -25,7 +25,7 @@ from convarch.etl.extract import earlier_context, extract, index
 from convarch.etl.read_file import Planned, reason
 from convarch.etl.chains import live_lines, materialize
 from convarch.etl.compact import Compaction, compact
-from convarch.etl.load import Written
+from convarch.etl.written import Written
 from convarch.etl.manifest import moved_from, read_manifest
 from convarch.etl.publish import TABLES, catalog_digest, ensure_seeds, publish
 from convarch.etl.state import open_state

@@ -7,45 +7,25 @@ registered in one state transaction, so a crash leaves nothing a reader can see.
 """
 from __future__ import annotations
 
-import json
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, NamedTuple
-from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
 
 import duckdb
 import pyarrow as pa
 import pyarrow.compute  # noqa: F401 - pa.compute, for a line's length
-import pyarrow.parquet as pq
 
 from convarch import sql
-from convarch.adapters.base import MALFORMED_ROW, Extract
+from convarch.adapters.base import Extract
 from convarch.etl.duck import is_json_object
 from convarch.etl.lines import BadLine
+from convarch.etl.quarantine import json_error, quarantine_rows
 from convarch.etl.stage_clock import StageClock
+from convarch.etl.written import Written, copy_partitioned, written_files
 
 if TYPE_CHECKING:
     from convarch.etl.partfiles import PartitionFiles, RowGroup
-
-QUARANTINE_SCHEMA = pa.schema(
-    [
-        ("source", pa.string()),
-        ("file_id", pa.int64()),
-        ("file_epoch", pa.int32()),
-        ("source_file", pa.string()),
-        ("line_no", pa.int64()),
-        ("byte_offset", pa.int64()),
-        ("reason", pa.string()),
-        ("error", pa.string()),
-        ("raw_text", pa.string()),
-        ("raw_bytes", pa.binary()),
-        ("ingest_run_id", pa.int64()),
-        ("quarantined_at", pa.timestamp("us")),
-        ("month", pa.string()),
-    ]
-)
 
 # a single line that does not load within a worker's memory gets this many times its bytes,
 # within the cap, before it is quarantined as too_large (a 50 MB line gets 1.4 GB and loads)
@@ -67,19 +47,6 @@ BATCH_FILES_SCHEMA = pa.schema(
         ("run_id", pa.int64()),
     ]
 )
-
-
-@dataclass(frozen=True, slots=True)
-class Written:
-    """One Parquet file produced by a run, relative to the lake."""
-
-    path: str
-    table_name: str
-    source: str
-    month: str
-    row_count: int
-    bytes: int
-    staged: Path
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,7 +159,7 @@ class BatchWriter:
 
     def _quarantine(self, out: Path, k: int) -> None:
         con = self.con
-        con.register("quarantine_batch", self._quarantine_table())
+        con.register("quarantine_batch", quarantine_rows(self.bad, self.run_id))
         for fid, n in con.execute("select file_id, count(*) from quarantine_batch group by 1").fetchall():
             self.quarantined_by_file[fid] = self.quarantined_by_file.get(fid, 0) + n
         out.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -346,7 +313,7 @@ class BatchWriter:
             if not bad:
                 return lines
             for file_id, line_no, offset, line in bad:
-                reason, err = _json_error(line)
+                reason, err = json_error(line)
                 self.bad.append(
                     (BadLine(file_id, line_no, offset, reason, err, line.encode("utf-8")), self.files[file_id])
                 )
@@ -379,64 +346,3 @@ class BatchWriter:
             ],
             schema=BATCH_FILES_SCHEMA,
         )
-
-    def _quarantine_table(self) -> pa.Table:
-        now = datetime.now(UTC).replace(tzinfo=None)
-        month = now.strftime("%Y-%m")
-        rows = [
-            {
-                "source": c.source,
-                "file_id": b.file_id,
-                "file_epoch": c.epoch,
-                "source_file": c.source_file,
-                "line_no": b.line_no,
-                "byte_offset": b.byte_offset,
-                "reason": b.reason,
-                "error": b.error,
-                "raw_text": b.raw.decode("utf-8", errors="replace"),
-                "raw_bytes": b.raw,
-                "ingest_run_id": self.run_id,
-                "quarantined_at": now,
-                "month": month,
-            }
-            for b, c in self.bad
-        ]
-        return pa.Table.from_pylist(rows, schema=QUARANTINE_SCHEMA)
-
-def copy_partitioned(con: duckdb.DuckDBPyConnection, select: str, target: Path, pattern: str) -> None:
-    """Write a query as zstd Parquet partitioned by source and month, straight from the query."""
-    con.execute(
-        f"copy ({select}) to '{_sql_str(target)}' (format parquet, compression zstd, "
-        f"partition_by (source, month), filename_pattern '{pattern}')"
-    )
-
-
-def written_files(target: Path, base: Path) -> Iterator[tuple[Path, Path, dict[str, str], int]]:
-    """Each Parquet file under `target`: its path, its path relative to `base`, its partition
-    values and its row count (from the file's own footer)."""
-    if not target.is_dir():
-        return
-    for dirpath, _dirs, names in os.walk(target):
-        for name in sorted(names):
-            p = Path(dirpath) / name
-            rel = p.relative_to(base)
-            parts = dict(seg.split("=", 1) for seg in rel.parts if "=" in seg)
-            os.chmod(p, 0o600)
-            yield p, rel, parts, pq.ParquetFile(p).metadata.num_rows
-
-
-def _json_error(line: str) -> tuple[str, str]:
-    """Name why a line is not a JSON object; the standard parser gives a precise position."""
-    if line.startswith("unreadable ") and " container: " in line:
-        return "unreadable_container", line
-    if line.startswith(MALFORMED_ROW):
-        return "malformed_row", line[len(MALFORMED_ROW):].split(" :: ", 1)[0]
-    try:
-        value = json.loads(line)
-    except (json.JSONDecodeError, RecursionError) as exc:
-        return "invalid_json", f"not valid JSON: {exc}"
-    return "not_object", f"valid JSON but a {type(value).__name__}, not an object"
-
-
-def _sql_str(p: Path) -> str:
-    return str(p).replace("'", "''")

@@ -27,7 +27,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from convarch.etl.duck import sql_literal
-from convarch.etl.load import Written
+from convarch.etl.written import Written
 
 #: A file is closed and the next batch starts another once it passes this size: as big as a
 #: merged file (etl/compact.py), so a first load leaves nothing to merge.

@@ -21,7 +21,7 @@ from convarch.adapters import claude_code
 from convarch.etl.duck import connect, sql_list, sql_literal
 from convarch.etl.layout import Layout, make_private, replace_durably
 from convarch.etl.chains import CHAIN_VIEWS, MATERIALIZED, define_chain_views
-from convarch.etl.load import QUARANTINE_SCHEMA
+from convarch.etl.quarantine import QUARANTINE_SCHEMA
 
 TABLES = ("records", "blocks", "quarantine", "search_docs", "postings", "session_parts", *MATERIALIZED)
 #: Views whose rows the catalog stores, computed once per publish from the views they read:

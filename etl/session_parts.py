@@ -17,7 +17,7 @@ from convarch import sql
 from convarch.etl.chains import live_lines
 from convarch.etl.duck import HIVE, connect, sql_list
 from convarch.etl.layout import Layout
-from convarch.etl.load import Written
+from convarch.etl.written import Written
 from convarch.etl.partfiles import PartitionFiles
 
 
