@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterator
+from functools import partial
 
 from json.encoder import encode_basestring as _json_text
 
 from convarch.adapters._cursor_rows import _as_text, _dump, _line, _malformed, _parse, _s, _splice
-from convarch.adapters.base import SourceFile
+from convarch.adapters.base import SourceFile, Unchecked
 
 ITEM_KEYS = (
     "workbench.panel.aichat.view.aichat.chatdata",
@@ -18,10 +19,12 @@ ITEM_KEYS = (
 )
 
 
-def _vscdb_lines(con: sqlite3.Connection, tables: set[str], file: SourceFile) -> Iterator[bytes]:
+def _vscdb_lines(con: sqlite3.Connection, tables: set[str], file: SourceFile,
+                 unchecked: bool = False) -> Iterator[bytes | Unchecked]:
+    """The store's lines; with `unchecked`, each bubble's as an Unchecked (adapters/base.py)."""
     scope = file.path.parent.name
     if "cursorDiskKV" in tables:
-        yield from _composer_lines(con)
+        yield from _composer_lines(con, unchecked)
     if "ItemTable" in tables:
         yield from _item_lines(con, scope)
 
@@ -47,7 +50,7 @@ def _key_range(prefix: str) -> tuple[str, str]:
     return prefix, prefix[:-1] + chr(ord(prefix[-1]) + 1)
 
 
-def _composer_lines(con: sqlite3.Connection) -> Iterator[bytes]:
+def _composer_lines(con: sqlite3.Connection, unchecked: bool) -> Iterator[bytes | Unchecked]:
     """Each composer, the one updated longest ago first: its bubbles in turn order, then its
     bubbles no header names, then its own row; last, bubbles whose composer row is gone.
 
@@ -72,7 +75,7 @@ def _composer_lines(con: sqlite3.Connection) -> Iterator[bytes]:
         try:
             value = _parse(raw)
         except (ValueError, UnicodeDecodeError, RecursionError) as exc:
-            yield from _bubble_lines(con, cid, [], {})
+            yield from _bubble_lines(con, cid, [], {}, unchecked)
             yield _malformed(f"cursorDiskKV[{key}]", raw, str(exc))
             continue
         composer = value if isinstance(value, dict) else {}
@@ -93,7 +96,7 @@ def _composer_lines(con: sqlite3.Connection) -> Iterator[bytes]:
         headers = composer.get("fullConversationHeadersOnly")
         order = [h.get("bubbleId") for h in headers if isinstance(h, dict) and isinstance(h.get("bubbleId"), str)] \
             if isinstance(headers, list) else []
-        yield from _bubble_lines(con, cid, order, ctx)
+        yield from _bubble_lines(con, cid, order, ctx, unchecked)
         yield _line(env, _dump({k: v for k, v in composer.items() if k != "conversation"}) if inline else raw)
     # bubbles of composers that have no composerData row (deleted or never written)
     lo, hi = _key_range("bubbleId:")
@@ -104,16 +107,18 @@ def _composer_lines(con: sqlite3.Connection) -> Iterator[bytes]:
         if cid in seen or cid == current:
             continue
         current = cid
-        yield from _bubble_lines(con, cid, [], {})
+        yield from _bubble_lines(con, cid, [], {}, unchecked)
 
 
-def _bubble_lines(con: sqlite3.Connection, cid: str, order: list[str], ctx: dict) -> Iterator[bytes]:
+def _bubble_lines(con: sqlite3.Connection, cid: str, order: list[str], ctx: dict,
+                  unchecked: bool) -> Iterator[bytes | Unchecked]:
     """A composer's bubbles: those its headers name, in their order (a bubble named twice
     once, at its first place), then the rest of its bubbles in key order; each read in chunks
     of LOOKUP_CHUNK keys."""
     done: set[str] = set()
     prefix = f"bubbleId:{cid}:"
     envelope = BubbleEnvelope(cid, ctx)
+    make = _unchecked_bubble if unchecked else _bubble_line
     for start in range(0, len(order), LOOKUP_CHUNK):
         chunk = order[start:start + LOOKUP_CHUNK]
         values = _kvs(con, [prefix + bid for bid in dict.fromkeys(chunk) if bid not in done])
@@ -124,7 +129,7 @@ def _bubble_lines(con: sqlite3.Connection, cid: str, order: list[str], ctx: dict
             if raw is None:
                 continue
             done.add(bid)
-            yield _bubble_line(envelope, prefix + bid, bid, i, raw)
+            yield make(envelope, prefix + bid, bid, i, raw)
     lo, hi = _key_range(prefix)
     rest = [k for k in (_s(k)[len(lo):] for (k,) in con.execute(
         "select key from cursorDiskKV where key >= ? and key < ? order by key", (lo, hi))) if k not in done]
@@ -134,7 +139,7 @@ def _bubble_lines(con: sqlite3.Connection, cid: str, order: list[str], ctx: dict
         for bid in chunk:
             raw = values.get(prefix + bid)
             if raw is not None:
-                yield _bubble_line(envelope, prefix + bid, bid, None, raw)
+                yield make(envelope, prefix + bid, bid, None, raw)
 
 
 class BubbleEnvelope:
@@ -154,11 +159,23 @@ class BubbleEnvelope:
 
 def _bubble_line(envelope: BubbleEnvelope, key: str, bid: str, seq: int | None, raw) -> bytes:
     raw = _as_text(raw)
+    return _checked_bubble(_splice(envelope.head(key, bid, seq), raw), key, raw)
+
+
+def _unchecked_bubble(envelope: BubbleEnvelope, key: str, bid: str, seq: int | None, raw) -> Unchecked:
+    """A bubble's line before its check: bubbles are most of a store's bytes, and a store
+    read again gives mostly the bubbles it gave before (adapters/base.py, Unchecked)."""
+    raw = _as_text(raw)
+    line = _splice(envelope.head(key, bid, seq), raw)
+    return Unchecked(line, partial(_checked_bubble, line, key, raw))
+
+
+def _checked_bubble(line: bytes, key: str, raw: bytes | str) -> bytes:
     try:
         _parse(raw)
     except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         return _malformed(f"cursorDiskKV[{key}]", raw, str(exc))
-    return _splice(envelope.head(key, bid, seq), raw)
+    return line
 
 
 def _item_lines(con: sqlite3.Connection, scope: str) -> Iterator[bytes]:

@@ -14,10 +14,10 @@ An adapter is a module with these names:
 """
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +83,29 @@ class Adapter(Protocol):
     # Optional, for containers other than "jsonl": turn the private copy of a file into JSON
     # lines (bytes, no newline), one per record, in a stable order.
     # def to_lines(self, copy: Path, file: SourceFile) -> Iterator[bytes]: ...
+
+    # Optional, beside to_lines: the same lines, each either bytes or, for a line that splices
+    # a row's JSON text into an envelope unparsed, an Unchecked (below), so that a store read
+    # again need not parse the rows it gave before.
+    # def to_lines_unchecked(self, copy: Path, file: SourceFile) -> Iterator[bytes | Unchecked]: ...
+
+
+class Unchecked(NamedTuple):
+    """A line made without the check that the row's text in it is JSON.
+
+    `checked()` gives the line to load: `line` itself when the row's text parses, else a
+    malformed_row line. Checking is most of what such a line costs to make (a JSON parse in
+    Python), and a store read whole at every change gives mostly the lines it gave before.
+    So a line that is, byte for byte, the line the store gave at the same place last time is
+    taken unchecked: it was checked when it was first made (etl/containers.py)."""
+
+    line: bytes
+    checked: Callable[[], bytes]
+
+
+def joined(line: bytes | Unchecked) -> bytes:
+    """The line itself, checked."""
+    return line.checked() if isinstance(line, Unchecked) else line
 
 
 class RootError(ValueError):

@@ -86,7 +86,7 @@ from pathlib import Path
 from convarch.adapters._cursor_agent_db import STORE_DB, _store_db_lines
 from convarch.adapters._cursor_rows import _line, _malformed, _parse, _s
 from convarch.adapters._cursor_vscdb import _vscdb_lines
-from convarch.adapters.base import Extract, RootError, SourceFile
+from convarch.adapters.base import Extract, RootError, SourceFile, Unchecked
 
 NAME = "cursor"
 TITLE = "Cursor"
@@ -258,6 +258,15 @@ def _transcript(path: Path, root: Path, sid: str, parent: str | None) -> SourceF
 
 def to_lines(copy: Path, file: SourceFile) -> Iterator[bytes]:
     """The JSON lines of the private copy of one SQLite store (or ``meta.json``)."""
+    return _lines(copy, file, unchecked=False)
+
+
+def to_lines_unchecked(copy: Path, file: SourceFile) -> Iterator[bytes | Unchecked]:
+    """to_lines, with each bubble's line not yet checked (adapters/base.py, Unchecked)."""
+    return _lines(copy, file, unchecked=True)
+
+
+def _lines(copy: Path, file: SourceFile, unchecked: bool) -> Iterator[bytes | Unchecked]:
     if file.container == "json":
         yield from _meta_json_lines(copy, file)
         return
@@ -273,7 +282,7 @@ def to_lines(copy: Path, file: SourceFile) -> Iterator[bytes]:
         tables = {_s(r[0]) for r in con.execute("select name from sqlite_master where type = 'table'")}
         # told apart by their tables, so a store kept under another name still reads
         if tables & {"cursorDiskKV", "ItemTable"}:
-            yield from _vscdb_lines(con, tables, file)
+            yield from _vscdb_lines(con, tables, file, unchecked)
         elif tables & {"meta", "blobs"}:
             yield from _store_db_lines(con, tables, file)
         else:

@@ -17,7 +17,7 @@ import shutil
 import time
 from pathlib import Path
 
-from convarch.adapters.base import SourceFile
+from convarch.adapters.base import SourceFile, Unchecked, joined
 from convarch.etl import snapshot as snap
 
 
@@ -46,6 +46,24 @@ class LinesDigest:
             self.chain += step
         if self._old is not None and self.common == self.lines - 1 and self._old[8 * self.common:8 * self.lines] == step:
             self.common, self.common_end = self.lines, self.nbytes
+
+    def add_known(self, line: bytes) -> bool:
+        """Add `line` if it is the version before's line at this place, within the lines the
+        two have in common so far; False, adding nothing, otherwise."""
+        if self._old is None or self.common != self.lines:
+            return False
+        h = self._hash.copy()
+        h.update(line)
+        step = h.digest()[:8]
+        if self._old[8 * self.lines:8 * self.lines + 8] != step:
+            return False
+        self._hash = h
+        self.lines += 1
+        self.nbytes += len(line)
+        if self.chain is not None:
+            self.chain += step
+        self.common, self.common_end = self.lines, self.nbytes
+        return True
 
     def stamp(self, s: snap.Snapshot) -> snap.Snapshot:
         return dataclasses.replace(s, lines=self.lines, lines_hash=self._hash.hexdigest(), common=self.common,
@@ -76,7 +94,10 @@ def snapshot_whole(file: SourceFile, dest: Path, workdir: Path, chain: bytes | N
         copy, size = _copy(file, workdir)
         leaving_out = leave_out_common and chain is not None
         with open(dest, "wb") as out:
-            for line in _lines(file, copy):
+            for item in _lines(file, copy, unchecked=leaving_out):
+                if leaving_out and isinstance(item, Unchecked) and digest.add_known(_one_line(item.line)):
+                    continue          # the version before's line: it was checked then
+                line = _written(item)
                 digest.add(line)
                 if leaving_out and digest.common == digest.lines:
                     continue          # still the version before's lines
@@ -125,7 +146,8 @@ class WholeStream:
             held: list[bytes] = []
             n = 0
             t0 = time.monotonic()
-            for line in _lines(self._file, self._copy):
+            for item in _lines(self._file, self._copy):
+                line = _written(item)
                 self._digest.add(line)
                 held.append(line)
                 n += len(line)
@@ -158,17 +180,30 @@ def _copy(file: SourceFile, workdir: Path) -> tuple[Path, int]:
     return copy, snap.copy_whole(file.path, copy)
 
 
-def _lines(file: SourceFile, copy: Path):
-    """The container's JSON lines, each ending with its newline; a container the adapter
-    cannot read becomes one line that is not JSON, quarantined with the reason."""
+def _lines(file: SourceFile, copy: Path, unchecked: bool = False):
+    """The container's JSON lines, as the adapter gives them: bytes, or with `unchecked` and
+    an adapter that has to_lines_unchecked, also Unchecked lines; _written makes each the line
+    written. A container the adapter cannot read ends with one line that is not JSON,
+    quarantined with the reason."""
     from convarch import adapters
 
-    to_lines = getattr(adapters.get(file.source), "to_lines", None)
+    adapter = adapters.get(file.source)
+    make = getattr(adapter, "to_lines", None)
+    if unchecked:
+        make = getattr(adapter, "to_lines_unchecked", None) or make
     try:
-        for line in to_lines(copy, file) if to_lines else _default_lines(file.container, copy):
-            yield line.replace(b"\n", b" ") + b"\n"
+        yield from make(copy, file) if make else _default_lines(file.container, copy)
     except Exception as exc:  # noqa: BLE001 - any failure to read becomes a quarantined line
-        yield _unreadable_line(file, exc) + b"\n"
+        yield _unreadable_line(file, exc)
+
+
+def _written(item: bytes | Unchecked) -> bytes:
+    """A line as written to the snapshot: checked, on one line, ending with its newline."""
+    return _one_line(joined(item))
+
+
+def _one_line(line: bytes) -> bytes:
+    return (line.replace(b"\n", b" ") if b"\n" in line else line) + b"\n"
 
 
 def _default_lines(container: str, copy: Path):

@@ -491,6 +491,58 @@ def test_changed_database_is_read_again_whole_and_loads_the_changed_chat(tmp_pat
         ("one",), ("two",), ("older chat",), ("back to it",)]
 
 
+def test_a_store_read_again_checks_only_the_bubbles_it_did_not_give_before(tmp_path, monkeypatch):
+    """A bubble's line the store gave before, byte for byte, is not parsed again; a bubble that
+    changed is, and one that no longer parses is quarantined as on a first read."""
+    path = make_vscdb(tmp_path / "User" / "globalStorage" / "state.vscdb", {
+        "composerData:a": {"composerId": "a", "lastUpdatedAt": 1000, "fullConversationHeadersOnly": [
+            {"bubbleId": "x"}, {"bubbleId": "bad"}, {"bubbleId": "z"}]},
+        "bubbleId:a:x": {"type": 1, "text": "first"},
+        "bubbleId:a:bad": '{"type": 2, "text": "cut in the mid',
+        "bubbleId:a:z": {"type": 1, "text": "after the bad one"},
+        "composerData:c": {"composerId": "c", "lastUpdatedAt": 2000, "fullConversationHeadersOnly": [{"bubbleId": "b1"}]},
+        "bubbleId:c:b1": {"type": 1, "text": "one"}})
+    parsed: list[str] = []
+    real_parse = _cursor_vscdb._parse
+
+    def counting_parse(raw):
+        parsed.append(raw.decode() if isinstance(raw, bytes) else raw)
+        return real_parse(raw)
+
+    monkeypatch.setattr(_cursor_vscdb, "_parse", counting_parse)
+    db = tmp_path / "w.duckdb"
+    run(db, tmp_path / "User")
+    bubbles = lambda: sorted(json.loads(p)["text"] if p.endswith("}") else p for p in parsed if '"type"' in p)
+    assert bubbles() == sorted(['{"type": 2, "text": "cut in the mid', "after the bad one", "first", "one"])
+    assert [r for (r,) in rows(db, "select error from quarantine")] == [
+        'cursor cursorDiskKV[bubbleId:a:bad]: malformed JSON (Unterminated string starting at: line 1 column 21 (char 20))']
+
+    parsed.clear()
+    make_vscdb(path, {"composerData:c": {"composerId": "c", "lastUpdatedAt": 3000, "fullConversationHeadersOnly": [
+        {"bubbleId": "b1"}, {"bubbleId": "b2"}]}, "bubbleId:c:b2": {"type": 2, "text": "two"}})
+    s = run(db, tmp_path / "User")
+    # the malformed bubble's line was not the spliced one before, so it is checked again (and
+    # is the same quarantined line); the new bubble is checked; the others are not parsed
+    assert bubbles() == sorted(['{"type": 2, "text": "cut in the mid', "two"])
+    assert (s.records_added, s.quarantined) == (2, 0)
+    assert scalar(db, "select count(*) from quarantine") == 1
+
+    # a bubble rewritten in place with text that no longer parses is checked and quarantined
+    con = sqlite3.connect(path)
+    con.execute("update cursorDiskKV set value = ? where key = 'bubbleId:c:b1'", ('{"type": 1, "text": "on',))
+    con.commit()
+    con.close()
+    s = run(db, tmp_path / "User")
+    assert s.quarantined == 1
+    assert sorted(r for (r,) in rows(db, "select error from quarantine"))[1].startswith(
+        "cursor cursorDiskKV[bubbleId:c:b1]: malformed JSON")
+    fresh = tmp_path / "fresh.duckdb"
+    run(fresh, tmp_path / "User")
+    query = "select session_id, role, text from messages order by session_id, line_no"
+    assert rows(db, query) == rows(fresh, query) == [
+        ("a", "user", "first"), ("a", "user", "after the bad one"), ("c", "assistant", "two")]
+
+
 # --------------------------------------------------------------------------- locations
 
 
