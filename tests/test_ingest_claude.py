@@ -339,3 +339,36 @@ def test_copies_in_resumed_sessions_count_once(tmp_path):
     assert scalar(db, "select count(*) from usage") == 3          # msg_a1, msg_a2, msg_a9
     assert [r[0] for r in rows(db, "select message_id from chain_messages where session_id = 's2' order by seq")] == [
         uid(n) for n in ("u1", "a1", "r1", "a2", "u9", "a9")]
+
+
+def test_a_tool_result_is_told_apart_from_a_string_that_reads_as_one(tmp_path):
+    """A tool result's content is a string or a list of blocks. The records query reads it
+    as text, so a string that is itself the JSON of a list (a command printing JSON) must not
+    be taken for a list, wherever its block stands in the message."""
+    listed = [{"type": "text", "text": "first part"}, {"type": "image", "source": {"media_type": "image/png", "data": "AAAA"}},
+              {"type": "text", "text": "second part"}]
+    printed = json.dumps(listed, separators=(",", ":"))
+    outputs = {
+        "c1": printed,                                        # a string that reads as a list
+        "c2": listed,                                         # a list
+        "c3": "[Request interrupted by user for tool use]",   # starts like a list, is not JSON
+        "c4": 'tab\there, "quoted", caf\u00e9 \\ done\nnext line',
+        "c5": "[1, 2, 3]",                                    # a JSON list that is a string
+        "c6": [],
+    }
+    calls = [{"type": "tool_use", "id": c, "name": "Bash", "input": {"command": f"run {c}"}} for c in outputs]
+    ask = user("u1", None, "go", "2026-05-01T10:00:00Z")
+    call = assistant("a1", "u1", "", "2026-05-01T10:00:01Z")
+    call["message"]["content"] = calls
+    first = tool_result("r1", "a1", "c1", "", "2026-05-01T10:00:02Z")
+    # the results, parallel: two lines, the string that reads as a list second in its line
+    first["message"]["content"] = [{"type": "tool_result", "tool_use_id": c, "content": outputs[c]} for c in ("c2", "c1")]
+    rest = tool_result("r2", "r1", "c3", "", "2026-05-01T10:00:03Z")
+    rest["message"]["content"] = [{"type": "tool_result", "tool_use_id": c, "content": outputs[c]}
+                                  for c in ("c3", "c4", "c5", "c6")]
+    write_jsonl(tmp_path / "projects" / "p" / "s1.jsonl", [ask, call, first, rest])
+    db = tmp_path / "w.duckdb"
+    run(db, tmp_path / "projects")
+    got = dict(rows(db, "select call_id, output_text from tool_calls"))
+    assert got == {"c1": printed, "c2": "first part\nsecond part", "c3": outputs["c3"], "c4": outputs["c4"],
+                   "c5": "[1, 2, 3]", "c6": ""}

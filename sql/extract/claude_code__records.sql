@@ -20,7 +20,7 @@ with parsed as (
                 "content": [{
                     "type": "VARCHAR", "text": "VARCHAR", "thinking": "VARCHAR",
                     "id": "VARCHAR", "name": "VARCHAR", "input": "JSON",
-                    "tool_use_id": "VARCHAR", "content": "JSON", "is_error": "BOOLEAN",
+                    "tool_use_id": "VARCHAR", "content": "VARCHAR", "is_error": "BOOLEAN",
                     "source": {"media_type": "VARCHAR", "data": "VARCHAR"}
                 }],
                 "usage": {
@@ -34,6 +34,9 @@ with parsed as (
 
 blocks_of as (
     -- The line is parsed once, content blocks included (claude_code__blocks unnests them).
+    -- A tool result's content comes out as text: a string as itself, a list of blocks as its
+    -- JSON (claude_code__blocks tells the two apart). Read as JSON, every string result was
+    -- written back out as a JSON string only to be parsed again, a tenth of the load's time.
     -- Content that is not a list of blocks comes out null there; a plain string prompt or
     -- reply is then read on its own, which is only those (short) lines.
     select

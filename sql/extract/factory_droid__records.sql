@@ -80,7 +80,7 @@ blocks_of as (
             then json_transform(content, '[{
                 "type": "VARCHAR", "text": "VARCHAR", "thinking": "VARCHAR",
                 "id": "VARCHAR", "name": "VARCHAR", "input": "JSON",
-                "tool_use_id": "VARCHAR", "content": "JSON", "is_error": "BOOLEAN",
+                "tool_use_id": "VARCHAR", "content": "VARCHAR", "is_error": "BOOLEAN",
                 "source": {"media_type": "VARCHAR", "data": "VARCHAR"}
             }]')
         end as bl
