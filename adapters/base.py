@@ -103,7 +103,7 @@ class Unchecked(NamedTuple):
     checked: Callable[[], bytes]
 
 
-def joined(line: bytes | Unchecked) -> bytes:
+def checked_line(line: bytes | Unchecked) -> bytes:
     """The line itself, checked."""
     return line.checked() if isinstance(line, Unchecked) else line
 

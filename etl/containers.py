@@ -17,7 +17,7 @@ import shutil
 import time
 from pathlib import Path
 
-from convarch.adapters.base import SourceFile, Unchecked, joined
+from convarch.adapters.base import SourceFile, Unchecked, checked_line
 from convarch.etl import snapshot as snap
 
 
@@ -199,7 +199,7 @@ def _lines(file: SourceFile, copy: Path, unchecked: bool = False):
 
 def _written(item: bytes | Unchecked) -> bytes:
     """A line as written to the snapshot: checked, on one line, ending with its newline."""
-    return _one_line(joined(item))
+    return _one_line(checked_line(item))
 
 
 def _one_line(line: bytes) -> bytes:
