@@ -131,6 +131,10 @@ def _bubble_lines(con: sqlite3.Connection, cid: str, order: list[str], ctx: dict
             done.add(bid)
             yield make(envelope, prefix + bid, bid, i, raw)
     lo, hi = _key_range(prefix)
+    # nearly always every bubble is named: a count says so without listing and decoding the keys
+    (n,) = con.execute("select count(*) from cursorDiskKV where key >= ? and key < ?", (lo, hi)).fetchone()
+    if n == len(done):
+        return
     rest = [k for k in (_s(k)[len(lo):] for (k,) in con.execute(
         "select key from cursorDiskKV where key >= ? and key < ? order by key", (lo, hi))) if k not in done]
     for start in range(0, len(rest), LOOKUP_CHUNK):
