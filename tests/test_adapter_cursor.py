@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from conftest import PEER, REPO, tree_fingerprint
 from convarch.adapters import _cursor_rows, _cursor_vscdb, cursor
+from convarch.etl import session_parts
 from convarch.adapters.base import RootError
 from convarch.etl.ingest import ingest
 from convarch.etl.layout import Layout
@@ -541,6 +542,62 @@ def test_a_store_read_again_checks_only_the_bubbles_it_did_not_give_before(tmp_p
     query = "select session_id, role, text from messages order by session_id, line_no"
     assert rows(db, query) == rows(fresh, query) == [
         ("a", "user", "first"), ("a", "user", "after the bad one"), ("c", "assistant", "two")]
+
+
+def test_a_chat_that_grew_derives_again_only_its_own_session_facts(tmp_path, monkeypatch):
+    """After a pick-up, the sessions read as after a fresh load of the final store; the kept
+    records read back to derive session facts again are only those of the chats the
+    replaced lines held (the others' facts are taken over), and without earlier facts to take
+    over every kept session is derived again, to the same result."""
+    def chat(cid: str, updated: int, texts: list[str]) -> dict:
+        return {f"composerData:{cid}": {"composerId": cid, "name": f"chat {cid}", "createdAt": 100,
+                                        "lastUpdatedAt": updated,
+                                        "fullConversationHeadersOnly": [{"bubbleId": f"b{i}"} for i in range(len(texts))]},
+                **{f"bubbleId:{cid}:b{i}": {"type": 1 + i % 2, "text": t, "createdAt": f"2026-02-0{1 + i}T10:00:00Z"}
+                   for i, t in enumerate(texts)}}
+
+    path = make_vscdb(tmp_path / "User" / "globalStorage" / "state.vscdb",
+                      chat("old", 1000, ["first question", "first answer"])
+                      | chat("mid", 2000, ["second question", "second answer", "more"])
+                      | chat("new", 3000, ["third question"]))
+    read_back: list[list[tuple]] = []
+    real_write = session_parts._write
+
+    def spying_write(con, staging, run_id, prefix, **kwargs):
+        if prefix == "k":          # the kept lines' parts, not those of the lines a run loaded
+            read_back.append(con.execute("select session_id, count(*) from records_loaded group by 1 order by 1").fetchall())
+        return real_write(con, staging, run_id, prefix, **kwargs)
+
+    monkeypatch.setattr(session_parts, "_write", spying_write)
+    db = tmp_path / "w.duckdb"
+    run(db, tmp_path / "User")
+    query = "select * from sessions order by session_id"
+
+    def same_as_fresh(name: str) -> None:
+        fresh = tmp_path / f"fresh-{name}.duckdb"
+        run(fresh, tmp_path / "User")
+        assert rows(db, query) == rows(fresh, query)
+
+    # the latest chat gains an answer: only its one kept bubble is read back
+    read_back.clear()
+    make_vscdb(path, chat("new", 4000, ["third question", "third answer"]))
+    assert run(db, tmp_path / "User").records_added == 2
+    assert read_back[0] == [("new", 1)]
+    same_as_fresh("grown")
+    # the middle chat taken up again: it moves to the end, so the newest chat's lines load
+    # again too; the oldest chat's facts are taken over
+    read_back.clear()
+    make_vscdb(path, chat("mid", 5000, ["second question", "second answer", "more", "back to it"]))
+    run(db, tmp_path / "User")
+    assert read_back[0] == []
+    same_as_fresh("taken-up")
+    # with no earlier facts to take over, every kept session's records are read back
+    read_back.clear()
+    monkeypatch.setattr(session_parts, "lake_parts", lambda layout, state: [])
+    make_vscdb(path, chat("mid", 6000, ["second question", "second answer", "more", "back to it", "done"]))
+    run(db, tmp_path / "User")
+    assert read_back[0] == [("mid", 4), ("new", 3), ("old", 3)]
+    same_as_fresh("nothing-to-take-over")
 
 
 # --------------------------------------------------------------------------- locations
