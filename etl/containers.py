@@ -80,6 +80,8 @@ def snapshot_whole(file: SourceFile, dest: Path, workdir: Path, chain: bytes | N
     With `leave_out_common`, the first lines that are those of the version before are not
     written (Snapshot.omitted counts their bytes): only what follows them can load, and a
     gigabyte store that changed at its end, or not at all, was written out whole to be skipped.
+    Those lines are also made unchecked where the adapter can (`to_lines_unchecked`,
+    adapters/base.py): one equal to the version before's line at its place needs no check.
 
     A container the adapter cannot read (a corrupt zstd frame, a file that is not SQLite, a
     document that is not JSON) becomes one quarantined line carrying the reason.
