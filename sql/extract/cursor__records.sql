@@ -9,6 +9,8 @@
 -- cursor__blocks only unnests it. A tool call and its result stored in one bubble become two
 -- blocks sharing one call id; a transcript tool_use without an id gets 'line<N>.<i>'.
 with parsed as (
+    -- the line and its row's value are parsed at once: read as JSON first, the value (most of
+    -- a bubble's bytes) was written back out as text only to be parsed again
     select
         l.file_id,
         l.line_no,
@@ -19,7 +21,26 @@ with parsed as (
             "composerId": "VARCHAR", "bubbleId": "VARCHAR", "tabId": "VARCHAR",
             "parentComposerId": "VARCHAR", "composerCreatedAt": "JSON", "tabLastSendTime": "JSON",
             "agentId": "VARCHAR", "parentAgentId": "VARCHAR", "reachable": "BOOLEAN",
-            "value": "JSON",
+            "value": {
+                "type": "JSON", "role": "VARCHAR", "id": "VARCHAR", "bubbleId": "VARCHAR",
+                "text": "VARCHAR", "rawText": "VARCHAR", "content": "JSON",
+                "createdAt": "JSON", "timestamp": "JSON", "unixMs": "JSON", "lastSendTime": "JSON",
+                "timingInfo": {"clientStartTime": "JSON", "clientRpcSendTime": "JSON", "clientEndTime": "JSON"},
+                "toolFormerData": {
+                    "name": "VARCHAR", "tool": "JSON", "toolCallId": "VARCHAR", "params": "JSON",
+                    "rawArgs": "JSON", "result": "JSON", "status": "VARCHAR", "error": "JSON"
+                },
+                "thinking": {"text": "VARCHAR"},
+                "tokenCount": {"inputTokens": "BIGINT", "outputTokens": "BIGINT"},
+                "modelInfo": {"modelName": "VARCHAR"}, "modelConfig": {"modelName": "VARCHAR"},
+                "modelType": "VARCHAR", "lastUsedModel": "VARCHAR",
+                "workspaceProjectDir": "VARCHAR", "workspaceUris": "JSON",
+                "workspaceIdentifier": {"uri": {"fsPath": "VARCHAR", "path": "VARCHAR"}},
+                "cwd": "VARCHAR", "requestId": "VARCHAR",
+                "name": "VARCHAR", "chatTitle": "VARCHAR", "textDescription": "VARCHAR",
+                "unifiedMode": "VARCHAR", "mode": "VARCHAR",
+                "subagentInfo": {"parentComposerId": "VARCHAR"}
+            },
             "type": "VARCHAR", "role": "VARCHAR", "status": "VARCHAR", "model": "VARCHAR",
             "id": "VARCHAR", "timestamp": "JSON", "createdAt": "JSON", "content": "JSON",
             "message": {"id": "VARCHAR", "role": "VARCHAR", "model": "VARCHAR", "content": "JSON"}
@@ -30,26 +51,7 @@ with parsed as (
 valued as (
     select
         *,
-        json_transform(e.value, '{
-            "type": "JSON", "role": "VARCHAR", "id": "VARCHAR", "bubbleId": "VARCHAR",
-            "text": "VARCHAR", "rawText": "VARCHAR", "content": "JSON",
-            "createdAt": "JSON", "timestamp": "JSON", "unixMs": "JSON", "lastSendTime": "JSON",
-            "timingInfo": {"clientStartTime": "JSON", "clientRpcSendTime": "JSON", "clientEndTime": "JSON"},
-            "toolFormerData": {
-                "name": "VARCHAR", "tool": "JSON", "toolCallId": "VARCHAR", "params": "JSON",
-                "rawArgs": "JSON", "result": "JSON", "status": "VARCHAR", "error": "JSON"
-            },
-            "thinking": {"text": "VARCHAR"},
-            "tokenCount": {"inputTokens": "BIGINT", "outputTokens": "BIGINT"},
-            "modelInfo": {"modelName": "VARCHAR"}, "modelConfig": {"modelName": "VARCHAR"},
-            "modelType": "VARCHAR", "lastUsedModel": "VARCHAR",
-            "workspaceProjectDir": "VARCHAR", "workspaceUris": "JSON",
-            "workspaceIdentifier": {"uri": {"fsPath": "VARCHAR", "path": "VARCHAR"}},
-            "cwd": "VARCHAR", "requestId": "VARCHAR",
-            "name": "VARCHAR", "chatTitle": "VARCHAR", "textDescription": "VARCHAR",
-            "unifiedMode": "VARCHAR", "mode": "VARCHAR",
-            "subagentInfo": {"parentComposerId": "VARCHAR"}
-        }') as v
+        e.value as v
     from parsed
 ),
 
