@@ -37,15 +37,8 @@ class LinesDigest:
 
     def add(self, line: bytes) -> None:
         self._hash.update(line)
-        self.lines += 1
-        self.nbytes += len(line)
-        if self.chain is None and self._old is None:
-            return
-        step = self._hash.digest()[:8]
-        if self.chain is not None:
-            self.chain += step
-        if self._old is not None and self.common == self.lines - 1 and self._old[8 * self.common:8 * self.lines] == step:
-            self.common, self.common_end = self.lines, self.nbytes
+        step = self._hash.digest()[:8] if self.chain is not None or self._old is not None else None
+        self._took(len(line), step)
 
     def add_known(self, line: bytes) -> bool:
         """Add `line` if it is the version before's line at this place, within the lines the
@@ -58,12 +51,20 @@ class LinesDigest:
         if self._old[8 * self.lines:8 * self.lines + 8] != step:
             return False
         self._hash = h
+        self._took(len(line), step)
+        return True
+
+    def _took(self, nbytes: int, step: bytes | None) -> None:
+        """Count a line the hash has taken, `step` the running hash after it (None when no
+        chain is kept or compared)."""
         self.lines += 1
-        self.nbytes += len(line)
+        self.nbytes += nbytes
+        if step is None:
+            return
         if self.chain is not None:
             self.chain += step
-        self.common, self.common_end = self.lines, self.nbytes
-        return True
+        if self._old is not None and self.common == self.lines - 1 and self._old[8 * self.common:8 * self.lines] == step:
+            self.common, self.common_end = self.lines, self.nbytes
 
     def stamp(self, s: snap.Snapshot) -> snap.Snapshot:
         return dataclasses.replace(s, lines=self.lines, lines_hash=self._hash.hexdigest(), common=self.common,
