@@ -31,8 +31,17 @@ def missing(state: duckdb.DuckDBPyConnection) -> bool:
 
 def lake_records(layout: Layout, state: duckdb.DuckDBPyConnection) -> list[Path]:
     """Every registered records file (every epoch: the views keep the current one)."""
+    return _lake_files(layout, state, "records")
+
+
+def lake_parts(layout: Layout, state: duckdb.DuckDBPyConnection) -> list[Path]:
+    """Every registered session parts file (every epoch, as records)."""
+    return _lake_files(layout, state, "session_parts")
+
+
+def _lake_files(layout: Layout, state: duckdb.DuckDBPyConnection, table: str) -> list[Path]:
     return [layout.lake / p for (p,) in state.execute(
-        "select path from data_files where table_name = 'records' and retired_run_id is null order by path"
+        "select path from data_files where table_name = ? and retired_run_id is null order by path", [table]
     ).fetchall()]
 
 
@@ -114,13 +123,6 @@ def derive_kept(layout: Layout, state: duckdb.DuckDBPyConnection, updates: list[
         return _write(con, staging, run_id, "k", copied="copied" if parts else None)
     finally:
         con.close()
-
-
-def lake_parts(layout: Layout, state: duckdb.DuckDBPyConnection) -> list[Path]:
-    """Every registered session parts file."""
-    return [layout.lake / p for (p,) in state.execute(
-        "select path from data_files where table_name = 'session_parts' and retired_run_id is null order by path"
-    ).fetchall()]
 
 
 def _write(con: duckdb.DuckDBPyConnection, staging: Path, run_id: int, prefix: str,
