@@ -55,9 +55,10 @@ def _composer_lines(con: sqlite3.Connection, unchecked: bool) -> Iterator[bytes 
     bubbles no header names, then its own row; last, bubbles whose composer row is gone.
 
     A composer's row changes with every bubble (its update time, its list of bubbles), the
-    bubbles of the other composers do not: in this order a store read again after a chat gave
-    the lines it gave before up to that chat's first changed bubble, and only that chat's lines
-    load again (etl/containers.py). Rows are read one at a time."""
+    bubbles of the other composers do not: in this order a store read again after a chat went
+    on gives the other chats' lines as before, in the same order, and that chat's after them,
+    so only that chat's lines load again (etl/live_lines.py), whether it was the latest or one
+    taken up again after months. Rows are read one at a time."""
     seen: set[str] = set()
     lo, hi = _key_range("composerData:")
     updated = ("case when json_valid(cast(value as text)) then coalesce(json_extract(cast(value as text), "

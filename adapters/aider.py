@@ -55,7 +55,7 @@ NAME = "aider"
 TITLE = "Aider"
 ENV_VARS = ("AIDER_CHAT_HISTORY_FILE",)
 EXTRACT = Extract(records="extract/aider__records", blocks="extract/aider__blocks")
-# its SQL reads every line on its own: a rewrite that kept its first lines loads just the rest
+# its SQL reads every line on its own: a rewrite loads only the lines it did not give before
 LINES_STAND_ALONE = True
 
 HISTORY = ".aider.chat.history.md"

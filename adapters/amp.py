@@ -65,7 +65,7 @@ NAME = "amp"
 TITLE = "Amp"
 ENV_VARS: tuple[str, ...] = ()
 EXTRACT = Extract(records="extract/amp__records", blocks="extract/amp__blocks")
-# its SQL reads every line on its own: a rewrite that kept its first lines loads just the rest
+# its SQL reads every line on its own: a rewrite loads only the lines it did not give before
 LINES_STAND_ALONE = True
 #: A thread at least this big is read a message at a time (adapters/_json_stream.py).
 STREAM_BYTES = json_stream.STREAM_BYTES

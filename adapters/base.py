@@ -76,9 +76,10 @@ class Adapter(Protocol):
 
     # Optional: LINES_STAND_ALONE = True when the extraction SQL reads each line on its own (no
     # window or join across a file's lines). A whole container (not "jsonl") that is rewritten
-    # then keeps the lines before its first changed one where they were loaded and loads only
-    # the rest (etl/extract.py); without it such a container is loaded again whole. Lines
-    # that change as a session goes on (a session's totals) are best given last.
+    # then keeps the lines it gave before where they were loaded, as long as they come in the
+    # same order, and loads only the rest (etl/live_lines.py); without it such a container is
+    # loaded again whole. Lines that change as a session goes on (a session's totals) are best
+    # given last.
 
     # Optional, for containers other than "jsonl": turn the private copy of a file into JSON
     # lines (bytes, no newline), one per record, in a stable order.

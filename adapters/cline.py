@@ -50,7 +50,7 @@ NAME = "cline"
 TITLE = "Cline"
 ENV_VARS = ("CLINE_DATA_DIR", "CLINE_DIR")
 EXTRACT = Extract(records="extract/cline_family__records", blocks="extract/cline_family__blocks")
-# its SQL reads every line on its own: a rewrite that kept its first lines loads just the rest
+# its SQL reads every line on its own: a rewrite loads only the lines it did not give before
 LINES_STAND_ALONE = True
 EXTENSION_ID = "saoudrizwan.claude-dev"
 

@@ -52,7 +52,7 @@ NAME = "continue_dev"
 TITLE = "Continue"
 ENV_VARS = ("CONTINUE_GLOBAL_DIR",)
 EXTRACT = Extract(records="extract/continue_dev__records", blocks="extract/continue_dev__blocks")
-# its SQL reads every line on its own: a rewrite that kept its first lines loads just the rest
+# its SQL reads every line on its own: a rewrite loads only the lines it did not give before
 LINES_STAND_ALONE = True
 #: A session document at least this big is read an item at a time.
 STREAM_BYTES = json_stream.STREAM_BYTES

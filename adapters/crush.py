@@ -65,7 +65,7 @@ NAME = "crush"
 TITLE = "Crush"
 ENV_VARS = ("CONVARCH_CRUSH_PROJECTS", "CRUSH_GLOBAL_DATA")
 EXTRACT = Extract(records="extract/crush__records", blocks="extract/pi__blocks")
-# its SQL reads every line on its own: a rewrite that kept its first lines loads just the rest
+# its SQL reads every line on its own: a rewrite loads only the lines it did not give before
 LINES_STAND_ALONE = True
 
 DB_NAME = "crush.db"

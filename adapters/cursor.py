@@ -92,7 +92,7 @@ NAME = "cursor"
 TITLE = "Cursor"
 ENV_VARS = ("CURSOR_CONFIG_DIR",)
 EXTRACT = Extract(records="extract/cursor__records", blocks="extract/cursor__blocks")
-# its SQL reads every line on its own: a rewrite that kept its first lines loads just the rest
+# its SQL reads every line on its own: a rewrite loads only the lines it did not give before
 LINES_STAND_ALONE = True
 
 VSCDB = "state.vscdb"

@@ -55,7 +55,7 @@ NAME = "factory_droid"
 TITLE = "Factory droid"
 ENV_VARS: tuple[str, ...] = ()
 EXTRACT = Extract(records="extract/factory_droid__records", blocks="extract/claude_code__blocks")
-# its SQL reads every line on its own: a rewrite that kept its first lines loads just the rest
+# its SQL reads every line on its own: a rewrite loads only the lines it did not give before
 LINES_STAND_ALONE = True
 
 #: Folders of a ``~/.factory`` home that hold transcripts, in preference order.

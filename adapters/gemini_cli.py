@@ -27,14 +27,15 @@ line changes what earlier lines mean. A message id written again replaces the ea
 (``Map.set``: last write wins, first position kept), a ``$rewindTo`` deletes the target and
 everything after it, and the session id lives only in the header. So every change of a file is
 replayed from its first line, and each line comes out with what the replay found about it
-(below). ``to_lines`` yields exactly one line per physical line, so line numbers stay the
-file's own and each row carries its original byte offset; a line that is not a JSON object is
+(below). ``to_lines`` yields exactly one line per physical line, so line numbers are the
+file's own (until lines before others are removed: the lines after them keep the numbers they
+were loaded with, etl/live_lines.py) and each row carries its original byte offset; a line that is not a JSON object is
 passed through unchanged and quarantined, and a line only DuckDB's more lenient reader accepts
 (a trailing comma) is wrapped with the file's facts but no replay facts of its own.
 
 Because every fact a row needs is on its own line, the SQL reads each line alone
 (``LINES_STAND_ALONE``): when the file grows, the lines whose text and facts are unchanged stay
-where they were loaded and only the rest is loaded again (etl/extract.py). Gemini CLI rewrites
+where they were loaded and only the rest is loaded again (etl/live_lines.py). Gemini CLI rewrites
 a message as it completes (its tool results, its tokens), which supersedes the earlier line,
 so a change usually loads from that line on, not the whole session.
 

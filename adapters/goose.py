@@ -48,7 +48,7 @@ NAME = "goose"
 TITLE = "goose"
 ENV_VARS = ("GOOSE_PATH_ROOT",)
 EXTRACT = Extract(records="extract/goose__records", blocks="extract/goose__blocks")
-# its SQL reads every line on its own: a rewrite that kept its first lines loads just the rest
+# its SQL reads every line on its own: a rewrite loads only the lines it did not give before
 LINES_STAND_ALONE = True
 
 DB_NAME = "sessions.db"

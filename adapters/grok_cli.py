@@ -41,7 +41,7 @@ NAME = "grok_cli"
 TITLE = "grok-cli (superagent)"
 ENV_VARS: tuple[str, ...] = ()
 EXTRACT = Extract(records="extract/grok_cli__records", blocks="extract/normalized__blocks")
-# its SQL reads every line on its own: a rewrite that kept its first lines loads just the rest
+# its SQL reads every line on its own: a rewrite loads only the lines it did not give before
 LINES_STAND_ALONE = True
 
 DB_NAME = "grok.db"

@@ -64,7 +64,7 @@ NAME = "hermes"
 TITLE = "Hermes Agent"
 ENV_VARS = ("HERMES_HOME",)
 EXTRACT = Extract(records="extract/hermes__records", blocks="extract/hermes__blocks")
-# its SQL reads every line on its own: a rewrite that kept its first lines loads just the rest
+# its SQL reads every line on its own: a rewrite loads only the lines it did not give before
 LINES_STAND_ALONE = True
 
 DB_NAME = "state.db"

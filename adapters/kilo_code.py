@@ -40,7 +40,7 @@ NAME = "kilo_code"
 TITLE = "Kilo Code"
 ENV_VARS = ("KILO_DB",)
 EXTRACT = Extract(records="extract/cline_family__records", blocks="extract/cline_family__blocks")
-# its SQL reads every line on its own: a rewrite that kept its first lines loads just the rest
+# its SQL reads every line on its own: a rewrite loads only the lines it did not give before
 LINES_STAND_ALONE = True
 EXTENSION_ID = "kilocode.kilo-code"
 KILO_DB = re.compile(r"^kilo(-[A-Za-z0-9._-]+)?\.db$")

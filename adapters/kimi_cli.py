@@ -74,7 +74,7 @@ NAME = "kimi_cli"
 TITLE = "Kimi CLI"
 ENV_VARS = ("KIMI_SHARE_DIR",)
 EXTRACT = Extract(records="extract/kimi_cli__records", blocks="extract/kimi_code__blocks")
-# its SQL reads every line on its own: a rewrite that kept its first lines loads just the rest
+# its SQL reads every line on its own: a rewrite loads only the lines it did not give before
 LINES_STAND_ALONE = True
 
 METADATA_FILE = "kimi.json"

@@ -61,7 +61,7 @@ NAME = "kimi_code"
 TITLE = "Kimi Code"
 ENV_VARS = ("KIMI_CODE_HOME",)
 EXTRACT = Extract(records="extract/kimi_code__records", blocks="extract/kimi_code__blocks")
-# its SQL reads every line on its own: a rewrite that kept its first lines loads just the rest
+# its SQL reads every line on its own: a rewrite loads only the lines it did not give before
 LINES_STAND_ALONE = True
 
 INDEX = "session_index.jsonl"

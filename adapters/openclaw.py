@@ -67,7 +67,7 @@ NAME = "openclaw"
 TITLE = "OpenClaw"
 ENV_VARS = ("OPENCLAW_STATE_DIR", "CLAWDBOT_STATE_DIR")
 EXTRACT = Extract(records="extract/openclaw__records", blocks="extract/openclaw__blocks")
-# its SQL reads every line on its own: a rewrite that kept its first lines loads just the rest
+# its SQL reads every line on its own: a rewrite loads only the lines it did not give before
 LINES_STAND_ALONE = True
 
 DB_NAME = "openclaw-agent.sqlite"

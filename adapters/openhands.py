@@ -65,7 +65,7 @@ NAME = "openhands"
 TITLE = "OpenHands"
 ENV_VARS = ("OPENHANDS_CONVERSATIONS_DIR", "OPENHANDS_PERSISTENCE_DIR", "FILE_STORE_PATH")
 EXTRACT = Extract(records="extract/openhands__records", blocks="extract/normalized__blocks")
-# its SQL reads every line on its own: a rewrite that kept its first lines loads just the rest
+# its SQL reads every line on its own: a rewrite loads only the lines it did not give before
 LINES_STAND_ALONE = True
 
 V1_EVENT = re.compile(r"^event-(\d+)(?:-[^/]+)?\.json$")

@@ -42,7 +42,7 @@ NAME = "roo_code"
 TITLE = "Roo Code"
 ENV_VARS: tuple[str, ...] = ()
 EXTRACT = Extract(records="extract/cline_family__records", blocks="extract/cline_family__blocks")
-# its SQL reads every line on its own: a rewrite that kept its first lines loads just the rest
+# its SQL reads every line on its own: a rewrite loads only the lines it did not give before
 LINES_STAND_ALONE = True
 EXTENSION_ID = "rooveterinaryinc.roo-cline"
 

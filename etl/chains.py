@@ -64,25 +64,6 @@ GROUP_RECORDS = 50_000
 GROUP_BYTES = 64 << 20
 
 
-#: The last line of a load that is live to the end of its file.
-LAST_LINE = (1 << 63) - 1
-
-
-def whole(epoch: int) -> tuple[tuple[int, int, int], ...]:
-    """The live lines of a file that is its current epoch whole."""
-    return ((epoch, 1, LAST_LINE),)
-
-
-def live_lines(u: dict) -> tuple[tuple[int, int, int], ...]:
-    """(epoch, first line, last line) of each load a loaded file's current version holds, from
-    its update's `versions` ((epoch, first line) of each live load; empty when it is one)."""
-    versions = sorted(u["versions"], key=lambda v: v[1])
-    if len(versions) < 2:
-        return whole(u["epoch"])
-    lasts = [first - 1 for _, first in versions[1:]] + [LAST_LINE]
-    return tuple((e, first, last) for (e, first), last in zip(versions, lasts))
-
-
 def groups_of(files: list[tuple], records: dict[int, int], nbytes: dict[int, int]) -> list[list]:
     """Split (file_id, epoch, source, live lines) items into groups under GROUP_RECORDS and GROUP_BYTES,
     in file id order: files loaded together sit in the same Parquet files, so a group reads

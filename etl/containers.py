@@ -5,8 +5,9 @@ where it has one), so every container reaches the same line-parsing path.
 Such a container is rewritten in place, and read again whole, whenever it changes. The lines
 it gives are hashed as they are written, so the run can tell what really changed: a SQLite
 store whose writes touched only tables the adapter does not read (or a WAL checkpoint), or a
-document saved again unchanged, gives the same lines and loads nothing; one whose first lines
-are those it gave before keeps them and loads only the rest (etl/extract.py).
+document saved again unchanged, gives the same lines and loads nothing; one whose lines are,
+in order, lines it gave before and then new ones keeps those where they were loaded and loads
+only the new ones (etl/read_file.py, etl/live_lines.py).
 """
 from __future__ import annotations
 
@@ -21,73 +22,156 @@ from convarch.adapters.base import SourceFile, Unchecked, checked_line
 from convarch.etl import snapshot as snap
 
 
-class LinesDigest:
-    """A hash of the lines written and, where `chain` (the running hash after each line of the
-    version read before, 8 bytes a line) is given, how many of the first lines are that
-    version's; with `keep_chain` the new lines' own running hashes are kept for the next read."""
+#: How the lines' hash is written since each line has its own (LinesDigest); a hash without it
+#: is of the kind kept before (_LegacyDigest).
+HASH_KIND = "2:"
 
-    def __init__(self, chain: bytes | None = None, keep_chain: bool = False):
+
+def _line_hash(line: bytes) -> bytes:
+    return hashlib.blake2b(line, digest_size=8).digest()
+
+
+class LinesDigest:
+    """The hashes of the lines a container gives, line by line, and which of them are lines it
+    gave before.
+
+    Each line has its own hash (8 bytes); the hash of all the lines is the hash of those. With
+    `before`, the hashes of the lines the version read before holds, in line order, the lines
+    are matched against them: a line that is the next line before, or a line further on (those
+    passed over are gone), is kept where it was loaded (`kept`: runs of indices into the lines
+    before, in order); from the first line that is neither, every line is new. A chat taken up
+    again moves to the end of a Cursor store: the chats after its old place are kept, only it
+    loads again. With `keep`, the new lines' hashes are kept for the next read.
+
+    `legacy`: the version read before was hashed as before 2026-12 (_LegacyDigest, `before`
+    then its running hashes): its hash is computed too, and only its first lines can be kept.
+    """
+
+    def __init__(self, before: bytes | None = None, keep: bool = False, legacy: bool = False):
         self._hash = hashlib.blake2b(digest_size=16)
         self.lines = 0
         self.nbytes = 0
-        self._old = chain
-        self.common = 0              # first lines the same as the version before's
-        self.common_end = 0          # bytes of those lines
-        self.chain = bytearray() if keep_chain else None
+        self.kept: list[list[int]] = []      # [first, end) indices of the lines before kept
+        self.kept_bytes = 0
+        self._legacy = _LegacyDigest(before) if legacy else None
+        self._before = None if legacy else before
+        self._next = 0                        # index of the next line before to look for
+        self._new_only = before is None       # from here on every line is new
+        self.hashes = bytearray() if keep else None
 
-    def add(self, line: bytes) -> None:
-        self._hash.update(line)
-        step = self._hash.digest()[:8] if self.chain is not None or self._old is not None else None
-        self._took(len(line), step)
+    def add(self, line: bytes) -> bool:
+        """Take a line; True when it is a line before, kept (it need not be written again)."""
+        h = _line_hash(line)
+        if self._legacy is not None:
+            at = self._legacy.add(line)
+        else:
+            at = self._find(h)
+        if at is None:
+            self._new_only = True
+        self._took(line, h, at)
+        return at is not None
 
     def add_known(self, line: bytes) -> bool:
-        """Add `line` if it is the version before's line at this place, within the lines the
-        two have in common so far; False, adding nothing, otherwise."""
-        if self._old is None or self.common != self.lines:
+        """Take `line` only if it is a line before (True); otherwise take nothing (False): a
+        line given unchecked must be checked first, and the line checked is then added."""
+        h = _line_hash(line)
+        at = self._legacy.add_known(line) if self._legacy is not None else self._find(h)
+        if at is None:
             return False
-        h = self._hash.copy()
-        h.update(line)
-        step = h.digest()[:8]
-        if self._old[8 * self.lines:8 * self.lines + 8] != step:
-            return False
-        self._hash = h
-        self._took(len(line), step)
+        self._took(line, h, at)
         return True
 
-    def _took(self, nbytes: int, step: bytes | None) -> None:
-        """Count a line the hash has taken, `step` the running hash after it (None when no
-        chain is kept or compared)."""
+    def _find(self, h: bytes) -> int | None:
+        """Where the next line before with hash `h` is, if any is still to come."""
+        if self._new_only:
+            return None
+        at, before = self._next, self._before
+        if before[8 * at:8 * at + 8] == h:
+            return at
+        pos = before.find(h, 8 * at)
+        while pos != -1 and pos % 8:          # a hash starts every 8 bytes
+            pos = before.find(h, pos + 1)
+        return None if pos == -1 else pos // 8
+
+    def _took(self, line: bytes, h: bytes, at: int | None) -> None:
         self.lines += 1
-        self.nbytes += nbytes
-        if step is None:
+        self.nbytes += len(line)
+        self._hash.update(h)
+        if self.hashes is not None:
+            self.hashes += h
+        if at is None:
             return
-        if self.chain is not None:
-            self.chain += step
-        if self._old is not None and self.common == self.lines - 1 and self._old[8 * self.common:8 * self.lines] == step:
-            self.common, self.common_end = self.lines, self.nbytes
+        self.kept_bytes += len(line)
+        self._next = at + 1
+        if self.kept and self.kept[-1][1] == at:
+            self.kept[-1][1] = at + 1
+        else:
+            self.kept.append([at, at + 1])
 
     def stamp(self, s: snap.Snapshot) -> snap.Snapshot:
-        return dataclasses.replace(s, lines=self.lines, lines_hash=self._hash.hexdigest(), common=self.common,
-                                   common_end=self.common_end,
-                                   chain=bytes(self.chain) if self.chain is not None else None)
+        return dataclasses.replace(
+            s, lines=self.lines, lines_hash=HASH_KIND + self._hash.hexdigest(),
+            legacy_hash=self._legacy.hexdigest() if self._legacy is not None else "",
+            kept=tuple((a, b) for a, b in self.kept), line_hashes=bytes(self.hashes) if self.hashes is not None else None)
 
 
-def snapshot_whole(file: SourceFile, dest: Path, workdir: Path, chain: bytes | None = None,
-                   keep_chain: bool = False, leave_out_common: bool = False) -> snap.Snapshot:
+class _LegacyDigest:
+    """The lines' hash as versions before 2026-12 kept it: one running hash over their bytes,
+    and, compared with `chain` (its value after each line before, 8 bytes a line), how many of
+    the first lines are those before. A store such a version read is compared so once; its
+    lines' own hashes are kept from then on."""
+
+    def __init__(self, chain: bytes | None):
+        self._hash = hashlib.blake2b(digest_size=16)
+        self._chain = chain
+        self._lines = 0
+        self._common = 0         # first lines the same as before's
+
+    def add(self, line: bytes) -> int | None:
+        """Take a line; its index when it is still one of the first lines before."""
+        self._hash.update(line)
+        self._lines += 1
+        if self._chain is None or self._common != self._lines - 1:
+            return None
+        if self._chain[8 * self._common:8 * self._lines] != self._hash.digest()[:8]:
+            return None
+        self._common = self._lines
+        return self._lines - 1
+
+    def add_known(self, line: bytes) -> int | None:
+        """The same, taking nothing when the line is not the line before at its place."""
+        if self._chain is None or self._common != self._lines:
+            return None
+        h = self._hash.copy()
+        h.update(line)
+        if self._chain[8 * self._lines:8 * self._lines + 8] != h.digest()[:8]:
+            return None
+        self._hash = h
+        self._lines += 1
+        self._common = self._lines
+        return self._lines - 1
+
+    def hexdigest(self) -> str:
+        return self._hash.hexdigest()
+
+
+def snapshot_whole(file: SourceFile, dest: Path, workdir: Path, before: bytes | None = None,
+                   keep: bool = False, legacy: bool = False) -> snap.Snapshot:
     """Copy a non-line container privately and write the JSON lines the adapter makes of it,
-    hashed as they are written (LinesDigest: `chain` holds the running hashes of the lines the
-    version read before gave, if kept; with `keep_chain` the new lines' are returned).
+    hashed as they are written (LinesDigest: `before` holds the hashes of the lines the version
+    read before holds, if kept; with `keep` the new lines' are returned; `legacy` when that
+    version was hashed the old way).
 
-    With `leave_out_common`, the first lines that are those of the version before are not
-    written (Snapshot.omitted counts their bytes): only what follows them can load, and a
-    gigabyte store that changed at its end, or not at all, was written out whole to be skipped.
-    Those lines are also made unchecked where the adapter can (`to_lines_unchecked`,
-    adapters/base.py): one equal to the version before's line at its place needs no check.
+    With `before`, the lines that are lines before (LinesDigest.kept) are not written
+    (Snapshot.omitted counts their bytes): only the new lines can load, and a gigabyte store
+    that changed in one chat, or not at all, was written out whole to be skipped. Those lines
+    are also made unchecked where the adapter can (`to_lines_unchecked`, adapters/base.py): a
+    line equal to one before needs no check.
 
     A container the adapter cannot read (a corrupt zstd frame, a file that is not SQLite, a
     document that is not JSON) becomes one quarantined line carrying the reason.
     """
-    digest = LinesDigest(chain, keep_chain)
+    digest = LinesDigest(before, keep, legacy)
     if not makes_lines(file):
         s = snap.snapshot_document(file.path, dest)
         digest.add(dest.read_bytes())
@@ -95,19 +179,17 @@ def snapshot_whole(file: SourceFile, dest: Path, workdir: Path, chain: bytes | N
     workdir.mkdir(mode=0o700)
     try:
         copy, size = _copy(file, workdir)
-        leaving_out = leave_out_common and chain is not None
+        comparing = before is not None
         with open(dest, "wb") as out:
-            for item in _lines(file, copy, unchecked=leaving_out):
-                if leaving_out and isinstance(item, Unchecked) and digest.add_known(_one_line(item.line)):
-                    continue          # the version before's line: it was checked then
+            for item in _lines(file, copy, unchecked=comparing):
+                if comparing and isinstance(item, Unchecked) and digest.add_known(_one_line(item.line)):
+                    continue          # a line before: it was checked then
                 line = _written(item)
-                digest.add(line)
-                if leaving_out and digest.common == digest.lines:
-                    continue          # still the version before's lines
-                leaving_out = False
+                if digest.add(line) and comparing:
+                    continue          # a line before, kept where it was loaded
                 out.write(line)
         os.chmod(dest, 0o600)
-        omitted = digest.common_end if leave_out_common and chain is not None else 0
+        omitted = digest.kept_bytes if comparing else 0
         return dataclasses.replace(digest.stamp(snap.Snapshot(dest, 0, size, size, 0, "")), omitted=omitted)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
@@ -128,10 +210,10 @@ class WholeStream:
     instead of written out whole first, so a gigabyte store's first batches load (on other
     workers, etl/shared_batches.py) while its later lines are still being made."""
 
-    def __init__(self, file: SourceFile, workdir: Path, keep_chain: bool = False):
+    def __init__(self, file: SourceFile, workdir: Path, keep: bool = False):
         self._file = file
         self._workdir = workdir
-        self._digest = LinesDigest(None, keep_chain)
+        self._digest = LinesDigest(None, keep)
         #: time spent copying the store and making its lines, loading its batches apart
         self.seconds = 0.0
         t0 = time.monotonic()

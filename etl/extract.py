@@ -110,7 +110,7 @@ def _number_new_files(state, changed: list[Planned]) -> None:
 
 def _attach_versions(state, changed: list[Planned]) -> None:
     """Give each rewritten or appended file seen before its live loads (file_versions) and,
-    for a rewritten one, the running hashes of the lines it last gave (file_line_hashes)."""
+    for a rewritten one, the hashes of the lines it holds (file_line_hashes)."""
     seen = [p for p in changed if p.prev is not None]
     if not seen:
         return
@@ -121,12 +121,12 @@ def _attach_versions(state, changed: list[Planned]) -> None:
                 "select file_id, epoch, first_line from file_versions where file_id in (select file_id from seen_ids) "
                 "order by file_id, first_line").fetchall():
             versions.setdefault(fid, []).append((epoch, first))
-        chains = dict(state.execute(
+        hashes = dict(state.execute(
             "select file_id, hashes from file_line_hashes where file_id in (select file_id from seen_ids)").fetchall())
     finally:
         state.unregister("seen_ids")
     for p in seen:
-        p.prev = dict(p.prev, versions=versions.get(p.prev["file_id"], []), chain=chains.get(p.prev["file_id"]))
+        p.prev = dict(p.prev, versions=versions.get(p.prev["file_id"], []), line_hashes=hashes.get(p.prev["file_id"]))
 
 
 def earlier_context(lake: Path, state, changed: list[Planned]) -> dict[str, pa.Table]:

@@ -23,7 +23,8 @@ from convarch.etl import snapshot as snap
 from convarch.etl.layout import Layout
 from convarch.etl.extract import earlier_context, extract, index
 from convarch.etl.read_file import Planned, reason
-from convarch.etl.chains import live_lines, materialize
+from convarch.etl.chains import materialize
+from convarch.etl.live_lines import live_lines
 from convarch.etl.compact import Compaction, compact
 from convarch.etl.written import Written
 from convarch.etl.manifest import moved_from, read_manifest
@@ -239,14 +240,14 @@ def _classify(sf: SourceFile, st: snap.FileStat, prev: dict | None) -> Planned:
 
 
 def _commit_versions(state, updates: list[dict]) -> None:
-    """Each loaded file's live loads (file_versions: rows only for a file of several) and the
-    running hashes of the lines a whole container gave (file_line_hashes), inside the run's
+    """Each loaded file's runs of live lines (file_versions: rows only for a file of several)
+    and the hashes of the lines a whole container gave (file_line_hashes), inside the run's
     transaction."""
     if not updates:
         return
     ids = pa.table({"file_id": pa.array([u["file_id"] for u in updates], pa.int64())})
     versions = [(u["file_id"], e, first) for u in updates if len(u["versions"]) > 1 for e, first in u["versions"]]
-    chains = [u for u in updates if u["chain"] is not None]
+    hashed = [u for u in updates if u["line_hashes"] is not None]
     state.register("loaded_ids", ids)
     state.execute("delete from file_versions where file_id in (select file_id from loaded_ids)")
     state.execute("delete from file_line_hashes where file_id in (select file_id from loaded_ids)")
@@ -257,12 +258,12 @@ def _commit_versions(state, updates: list[dict]) -> None:
             "first_line": pa.array([v[2] for v in versions], pa.int64())}))
         state.execute("insert into file_versions select file_id, epoch, first_line from versions_rows")
         state.unregister("versions_rows")
-    if chains:
-        state.register("chain_rows", pa.table({
-            "file_id": pa.array([u["file_id"] for u in chains], pa.int64()),
-            "hashes": pa.array([u["chain"] for u in chains], pa.binary())}))
-        state.execute("insert into file_line_hashes select file_id, hashes from chain_rows")
-        state.unregister("chain_rows")
+    if hashed:
+        state.register("hash_rows", pa.table({
+            "file_id": pa.array([u["file_id"] for u in hashed], pa.int64()),
+            "hashes": pa.array([u["line_hashes"] for u in hashed], pa.binary())}))
+        state.execute("insert into file_line_hashes select file_id, hashes from hash_rows")
+        state.unregister("hash_rows")
 
 
 def _move_into_lake(layout: Layout, staging: Path, written: list[Written]) -> None:

@@ -135,8 +135,9 @@ def publish(layout: Layout, state: duckdb.DuckDBPyConnection, run_id: int) -> No
         con.execute("create table ingest_runs as select * from runs")
         con.execute("comment on table source_files is 'one row per source file read: watermark, epoch and counts'")
         con.execute("comment on table ingest_runs is 'one row per ingest run'")
-        con.execute("comment on table file_versions is 'one row per load still live of a file whose current "
-                    "version is several loads: its epoch and first line'")
+        con.execute("comment on table file_versions is 'one row per run of lines of a file whose current "
+                    "version is several runs: its epoch (0: lines no longer live) and first line; a run ends "
+                    "at the line before the next one'")
         for table in TABLES:
             con.execute(
                 f"create view lake_{table} as select * from read_parquet({sql_list(files[table])}, "

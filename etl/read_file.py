@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING
 
 from convarch.adapters.base import SourceFile
 from convarch.etl import lines as line_cutter
+from convarch.etl import live_lines as live
 from convarch.etl import snapshot as snap
-from convarch.etl.containers import WholeStream, makes_lines, snapshot_whole
+from convarch.etl.containers import HASH_KIND, WholeStream, makes_lines, snapshot_whole
 from convarch.etl.lines import split_chunks, split_snapshot
 from convarch.etl.load import BatchWriter, FileContext
 from convarch.etl.redact import Redactor, redact_json_line
@@ -58,9 +59,13 @@ def read_file(p: Planned, writer: BatchWriter, snapdir: Path, result: UnitResult
     dest = snapdir / f"{file_id}.jsonl"
     whole_container = p.file.container != "jsonl"
     stand_alone = whole_container and getattr(adapters.get(p.file.source), "LINES_STAND_ALONE", False)
-    known = None
+    known = legacy = None
     if action == "rewrite" and prev.get("lines_hash"):
-        known = (prev["lines_read"], prev["lines_hash"])
+        known = prev["lines_hash"]
+        legacy = not known.startswith(HASH_KIND)
+    before = prev.get("line_hashes") if known and stand_alone else None
+    if before is not None and len(before) != 8 * live.count(live.before(prev["versions"], prev["epoch"], prev["lines_read"])):
+        before = None         # hashes that are not one a live line: the store loads again whole
     if whole_container and action == "new" and makes_lines(p.file):
         return _read_new_container(p, writer, snapdir, result, redacting, flush, flush_bytes, stand_alone)
     try:
@@ -68,26 +73,24 @@ def read_file(p: Planned, writer: BatchWriter, snapdir: Path, result: UnitResult
         if not whole_container:
             s = snap.snapshot_lines(p.file.path, p.start, dest)
         else:
-            s = snapshot_whole(p.file, dest, snapdir / f"{file_id}.copy",
-                               prev.get("chain") if known else None, keep_chain=stand_alone,
-                               leave_out_common=stand_alone)
+            s = snapshot_whole(p.file, dest, snapdir / f"{file_id}.copy", before, keep=stand_alone, legacy=bool(legacy))
             result.read_seconds[str(p.file.path)] = time.monotonic() - t0
         writer.clock.add("copy", time.monotonic() - t0)
     except (OSError, snap.NotRegularFile) as exc:
         result.skipped.append((str(p.file.path), reason(exc)))
         return None
-    if known == (s.lines, s.lines_hash):
+    if known and known == (s.legacy_hash if legacy else s.lines_hash):
         # the same lines as before (a write to a table not read, a document saved again):
         # nothing to load, only the new stat to remember
         dest.unlink()
         result.same.append(p)
         return None
-    action, skip, epoch, lines_read, versions = _what_loads(p, s, stand_alone and bool(known and prev.get("chain")))
+    action, epoch, lines_read, versions = _what_loads(p, s, before is not None)
     ctx = _context(p, epoch)
     redactor = Redactor() if redacting else None
     # the copy may leave out the lines already loaded (snapshot_whole): it starts that far in
     lines_read += _add_batches(split_snapshot(dest, file_id, s.start + s.omitted, lines_read + 1,
-                                              transform=_redacting(redactor), skip=skip - s.omitted),
+                                              transform=_redacting(redactor)),
                                ctx, writer, flush, flush_bytes)
     dest.unlink()
     if redactor is not None:
@@ -96,11 +99,11 @@ def read_file(p: Planned, writer: BatchWriter, snapdir: Path, result: UnitResult
 
 
 def _read_new_container(p: Planned, writer: BatchWriter, snapdir: Path, result: UnitResult, redacting: bool,
-                        flush: Callable[[], None], flush_bytes: int, keep_chain: bool) -> dict | None:
+                        flush: Callable[[], None], flush_bytes: int, keep_hashes: bool) -> dict | None:
     """A container read for the first time: its lines are cut and loaded as they are made
     (WholeStream), not written out whole first; everything it gives loads."""
     try:
-        stream = WholeStream(p.file, snapdir / f"{p.file_id}.copy", keep_chain=keep_chain)
+        stream = WholeStream(p.file, snapdir / f"{p.file_id}.copy", keep=keep_hashes)
     except (OSError, snap.NotRegularFile) as exc:
         result.skipped.append((str(p.file.path), reason(exc)))
         return None
@@ -168,35 +171,36 @@ def _update(p: Planned, s: snap.Snapshot, action: str, epoch: int, lines_read: i
         "lines_read": lines_read,
         "prev_records": _kept_records(p.prev, action),
         "lines_hash": s.lines_hash or None,
-        "chain": s.chain,
+        "line_hashes": s.line_hashes,
         "versions": versions,
         "session_hint": p.file.session_hint,
         "parent_session_hint": p.file.parent_session_hint,
     }
 
 
-def _what_loads(p: Planned, s: snap.Snapshot, compared: bool) -> tuple[str, int, int, int, list]:
-    """(action, bytes of the snapshot already loaded, epoch, lines before the first to load,
-    the file's live loads as (epoch, first line)) for a file read; `compared` when its lines
-    were compared with those it gave before, line by line (a whole container whose adapter's
-    SQL reads lines on their own, read before by this version). Without the comparison a
-    changed container loads again whole."""
+def _what_loads(p: Planned, s: snap.Snapshot, compared: bool) -> tuple[str, int, int, list]:
+    """(action, epoch, the line after which its lines load, the file's versions: etl/live_lines.py)
+    for a file read; `compared` when its lines were matched against the lines it gave before
+    (a whole container whose adapter's SQL reads lines on their own, read before by this
+    version). Without that a changed container loads again whole."""
     prev, action = p.prev, p.action
     versions = list(prev.get("versions") or []) if prev else []
     if action == "new":
-        return "new", 0, 1, 0, []
-    if compared and s.common == prev["lines_read"]:
-        # every line loaded before comes first again: the rest is appended
-        return "append", s.common_end, prev["epoch"], prev["lines_read"], versions
-    if compared and s.common:
-        # the first s.common lines are those loaded before: they stay where they are, and the
-        # rest loads as a new epoch from the line after them
-        epoch = prev["epoch"] + 1
-        kept = [(e, first) for e, first in (versions or [(prev["epoch"], 1)]) if first <= s.common]
-        return "replace_tail", s.common_end, epoch, s.common, kept + [(epoch, s.common + 1)]
+        return "new", 1, 0, []
+    if compared:
+        runs = live.before(versions, prev["epoch"], prev["lines_read"])
+        n = live.count(runs)
+        if s.kept == ((0, n),) and n:
+            # every line loaded before comes first again: the rest is appended
+            return "append", prev["epoch"], prev["lines_read"], versions
+        if s.kept:
+            # the lines kept stay where they are; the rest loads as a new epoch after them
+            epoch = prev["epoch"] + 1
+            versions, last_kept = live.after_matching(runs, s.kept, epoch)
+            return "replace_tail", epoch, last_kept, versions
     if action == "rewrite":
-        return "rewrite", 0, prev["epoch"] + 1, 0, []
-    return action, 0, prev["epoch"], prev["lines_read"], versions        # a JSONL file appended
+        return "rewrite", prev["epoch"] + 1, 0, []
+    return action, prev["epoch"], prev["lines_read"], versions        # a JSONL file appended
 
 
 def _kept_records(prev: dict | None, action: str) -> int:

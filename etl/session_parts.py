@@ -14,7 +14,7 @@ import duckdb
 import pyarrow as pa
 
 from convarch import sql
-from convarch.etl.chains import live_lines
+from convarch.etl.live_lines import live_lines
 from convarch.etl.duck import HIVE, connect, sql_list
 from convarch.etl.layout import Layout
 from convarch.etl.written import Written

@@ -40,15 +40,16 @@ class Snapshot:
     size: int           # size of the original when it was read
     head_len: int
     head_hash: str
-    #: for a whole container, the JSON lines written: how many, their hash, and where the
-    #: lines of the version read before end, when they are the first lines again (else None)
+    #: for a whole container, the JSON lines it gave: how many, their hash (LinesDigest; and,
+    #: when the version read before was hashed the old way, that hash too), which of the lines
+    #: before are kept ([first, end) runs of their indices) and each line's own hash, if kept
     lines: int = 0
     lines_hash: str = ""
-    common: int = 0             # first lines the same as the version read before's (by chain)
-    common_end: int = 0
-    chain: bytes | None = None  # running hash after each line, 8 bytes a line
-    #: bytes of first lines left out of the copy: the common lines, when only what follows
-    #: them can load (etl/containers.py); the copy's first byte is this far into the lines
+    legacy_hash: str = ""
+    kept: tuple[tuple[int, int], ...] = ()
+    line_hashes: bytes | None = None
+    #: bytes of lines left out of the copy: the lines kept, when only the new lines can load
+    #: (etl/containers.py); the copy's first byte is this far into the lines
     omitted: int = 0
 
 

@@ -482,14 +482,27 @@ def test_changed_database_is_read_again_whole_and_loads_the_changed_chat(tmp_pat
     assert (s.files_changed, s.records_added) == (1, 2)
     assert rows(db, "select text from messages order by line_no") == [("older chat",), ("one",), ("two",)]
     assert scalar(db, "select count(*) from stg_records") == 5
-    # an older chat taken up again moves to the end: every line from its old place on loads
-    # again (here, the first chat: all of them)
+    # an older chat taken up again moves to the end: the chats after its old place stay where
+    # they were loaded, and only its own lines load again, after them
     make_vscdb(path, {"composerData:a": {"composerId": "a", "lastUpdatedAt": 4000, "fullConversationHeadersOnly": [
         {"bubbleId": "x"}, {"bubbleId": "y"}]}, "bubbleId:a:y": {"type": 2, "text": "back to it"}})
     s = run(db, tmp_path / "User")
-    assert s.records_added == 6
-    assert rows(db, "select text from messages order by line_no") == [
-        ("one",), ("two",), ("older chat",), ("back to it",)]
+    assert s.records_added == 3
+    assert scalar(db, "select count(*) from stg_records") == 6
+    query = "select text from messages order by line_no"
+    assert rows(db, query) == [("one",), ("two",), ("older chat",), ("back to it",)]
+    kept = "select line_no, file_epoch from stg_records where session_id = 'c' order by 1"
+    assert rows(db, kept) == [(3, 1), (4, 2), (5, 2)]        # chat c, as loaded by the runs before
+    fresh = tmp_path / "fresh.duckdb"
+    run(fresh, tmp_path / "User")
+    assert rows(fresh, query) == rows(db, query)
+    # taken up once more: it is at the end already, so only its new bubble and its row load
+    make_vscdb(path, {"composerData:a": {"composerId": "a", "lastUpdatedAt": 5000, "fullConversationHeadersOnly": [
+        {"bubbleId": "x"}, {"bubbleId": "y"}, {"bubbleId": "z"}]}, "bubbleId:a:z": {"type": 1, "text": "and again"}})
+    assert run(db, tmp_path / "User").records_added == 2
+    assert rows(db, kept) == [(3, 1), (4, 2), (5, 2)]
+    assert rows(db, query)[-1] == ("and again",)
+    assert scalar(db, "select count(*) from stg_records") == 7
 
 
 def test_a_store_read_again_checks_only_the_bubbles_it_did_not_give_before(tmp_path, monkeypatch):

@@ -1,8 +1,9 @@
--- grain: one row per load of a file that the file's current version still holds: its epoch
--- and the lines of it that are live. A file is its current epoch whole (lines 1 to the end),
--- except a rewritten container that kept its first lines where they were loaded and loaded
--- the rest as a new epoch (file_versions): each of its loads is live from its first line up
--- to the line before the next one's.
+-- grain: one row per run of live lines of a file's current version: the epoch they were
+-- loaded with and their first and last line. A file is its current epoch whole (lines 1 to
+-- the end), except a store read whole that kept lines it gave before where they were loaded
+-- and loaded only its new lines, as a new epoch (file_versions, etl/live_lines.py): each of
+-- its runs is live from its first line up to the line before the next one's, and a run of
+-- epoch 0 is lines no longer live.
 with current_files as (
     select file_id, epoch from int_current_files
 ),
@@ -18,6 +19,10 @@ versions as (
     join current_files as c on c.file_id = v.file_id
 ),
 
+live_versions as (
+    select * from versions where epoch <> 0
+),
+
 whole_files as (
     select c.file_id, c.epoch, 1::bigint as first_line, 9223372036854775807 as last_line
     from current_files as c
@@ -27,7 +32,7 @@ whole_files as (
 final as (
     select * from whole_files
     union all
-    select * from versions
+    select * from live_versions
 )
 
 select * from final

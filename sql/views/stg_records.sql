@@ -1,7 +1,7 @@
 -- grain: one row per physical record of the current version of every source file
 -- A rewritten source file gets a new epoch; rows of older epochs stay in Parquet (the archive
 -- never loses them) but only the current version is part of the live warehouse: its current
--- epoch, and the first lines of earlier ones it kept (int_current_lines).
+-- epoch, and the lines of earlier ones it kept (int_current_lines).
 with records as (
     select * from lake_records
 ),
