@@ -117,11 +117,14 @@ def cursor_store(path: Path, mb: int, seed: int = 7) -> None:
 
 
 def _cursor_bubble(path: Path, cid: str, bid: str, text: str) -> None:
-    """A bubble added to a chat, as Cursor writes it: the bubble, then the chat's row."""
+    """A bubble added to a chat, as Cursor writes it: the bubble, then the chat's row, updated
+    now (after every other chat)."""
     con = sqlite3.connect(path)
     chat = json.loads(con.execute("select value from cursorDiskKV where key = ?", (f"composerData:{cid}",)).fetchone()[0])
     chat["fullConversationHeadersOnly"].append({"bubbleId": bid, "type": 2})
-    chat["lastUpdatedAt"] = max(chat["lastUpdatedAt"], 1770000000000) + 10_000_000
+    (last,) = con.execute("select max(json_extract(value, '$.lastUpdatedAt')) from cursorDiskKV "
+                          "where key like 'composerData:%'").fetchone()
+    chat["lastUpdatedAt"] = last + 1000
     con.execute("insert into cursorDiskKV values (?, ?)", (f"bubbleId:{cid}:{bid}", json.dumps({"type": 2, "text": text})))
     con.execute("insert into cursorDiskKV values (?, ?)", (f"composerData:{cid}", json.dumps(chat)))
     con.commit()
