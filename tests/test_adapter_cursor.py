@@ -505,6 +505,54 @@ def test_changed_database_is_read_again_whole_and_loads_the_changed_chat(tmp_pat
     assert scalar(db, "select count(*) from stg_records") == 7
 
 
+def test_a_warehouse_hashed_the_old_way_is_matched_by_its_first_lines_once(tmp_path):
+    """A store an earlier version read kept one running hash over its lines: the next read
+    keeps only the lines that still come first (as that version did), then keeps each line's
+    own hash, so a chat taken up again later loads only its own lines."""
+    import duckdb
+
+    from convarch.etl.containers import snapshot_whole
+
+    def chat(cid: str, updated: int, texts: list[str]) -> dict:
+        return {f"composerData:{cid}": {"composerId": cid, "lastUpdatedAt": updated,
+                                        "fullConversationHeadersOnly": [{"bubbleId": f"b{i}"} for i in range(len(texts))]},
+                **{f"bubbleId:{cid}:b{i}": {"type": 1 + i % 2, "text": t} for i, t in enumerate(texts)}}
+
+    path = make_vscdb(tmp_path / "User" / "globalStorage" / "state.vscdb",
+                      chat("a", 1000, ["a1", "a2"]) | chat("b", 2000, ["b1", "b2"]) | chat("c", 3000, ["c1"]))
+    db = tmp_path / "w.duckdb"
+    run(db, tmp_path / "User")
+    # the state as the earlier version left it
+    sf = next(iter(cursor.discover(cursor.resolve_root(tmp_path / "User"))))
+    lines = snapshot_whole(sf, tmp_path / "lines.jsonl", tmp_path / "copy").path.read_bytes().splitlines(keepends=True)
+    h, chain = hashlib.blake2b(digest_size=16), b""
+    for line in lines:
+        h.update(line)
+        chain += h.digest()[:8]
+    state = duckdb.connect(str(Layout(db).state_db))
+    state.execute("update source_files set lines_hash = ?", [h.hexdigest()])
+    state.execute("update file_line_hashes set hashes = ?", [chain])
+    state.close()
+    # the same lines, the file touched: nothing loads
+    make_vscdb(path, {"checkpointId:zzz": {"unread": True}})
+    assert run(db, tmp_path / "User").records_added == 0
+    # chat b taken up again: only chat a still comes first, so b and c load again
+    make_vscdb(path, chat("b", 4000, ["b1", "b2", "b3"]))
+    assert run(db, tmp_path / "User").records_added == 4 + 2
+    state = duckdb.connect(str(Layout(db).state_db), read_only=True)
+    assert state.execute("select lines_hash from source_files").fetchone()[0].startswith("2:")
+    state.close()
+    # chat a taken up again: now matched line by line, only its own lines load
+    make_vscdb(path, chat("a", 5000, ["a1", "a2", "a3"]))
+    assert run(db, tmp_path / "User").records_added == 4
+    fresh = tmp_path / "fresh.duckdb"
+    run(fresh, tmp_path / "User")
+    query = "select session_id, text from messages order by line_no"
+    assert rows(db, query) == rows(fresh, query) == [
+        ("c", "c1"), ("b", "b1"), ("b", "b2"), ("b", "b3"), ("a", "a1"), ("a", "a2"), ("a", "a3")]
+    assert rows(db, "select * from sessions order by 1") == rows(fresh, "select * from sessions order by 1")
+
+
 def test_a_store_read_again_checks_only_the_bubbles_it_did_not_give_before(tmp_path, monkeypatch):
     """A bubble's line the store gave before, byte for byte, is not parsed again; a bubble that
     changed is, and one that no longer parses is quarantined as on a first read."""
