@@ -18,7 +18,6 @@ import json
 import multiprocessing
 import os
 import platform
-import resource
 import shutil
 import statistics
 import subprocess

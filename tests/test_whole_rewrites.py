@@ -8,13 +8,12 @@ import importlib.util
 import json
 import os
 import shutil
-import sqlite3
 from pathlib import Path
 
 import pytest
 
 from convarch import adapters
-from convarch.adapters import cline, continue_dev, goose
+from convarch.adapters import cline, goose
 from convarch.etl import read_file as read_file_mod
 from convarch.etl.containers import WholeStream, makes_lines, snapshot_whole
 from convarch.etl.lines import split_chunks, split_snapshot
