@@ -29,6 +29,7 @@ VIEWS: tuple[str, ...] = (
     "views/int_chain_nodes",
     "views/int_chain_relinked",
     "views/int_chain_leaves",
+    "views/int_chain_runs",
     "views/branches",
     "views/int_chain_paths",
     "views/chain_messages",

@@ -1,8 +1,9 @@
 -- grain: one row per message on the default branch of a Claude Code session file, once per walk: graph = 'full' (the whole logical history, across compact boundaries) or 'resume' (what Claude Code reloads), ordered by position, with the node's columns
 --
 -- Both walks start at the default leaf (int_chain_leaves.is_default_leaf) and follow one
--- parent per step (claude-chain.md §3.6), capped at the file's node count + 1 and cut at the
--- first revisited node, so a parent cycle always terminates.
+-- parent per step (claude-chain.md §3.6; a run of them at a time, int_chain_runs), capped at
+-- the file's node count + 1 and cut at the first revisited node, so a parent cycle always
+-- terminates.
 --   full:   the Map's parents (progress bridged, no relink, nothing deleted); a compact
 --           boundary whose parent is null continues from its logicalParentUuid.
 --   resume: the parents left by the compact and snip steps; a null parent ends the walk.
@@ -16,28 +17,14 @@ nodes as materialized (
     select * from int_chain_leaves
 ),
 
+-- each walk's nodes with their parents in the Map (the walks' own parents: int_chain_runs)
 edges as materialized (
-    select
-        'full' as graph,
-        file_id,
-        node,
-        coalesce(
-            parent_node,
-            case when is_compact_boundary and parent_id is null then logical_parent_node end
-        ) as walk_parent_node,
-        parent_node as map_parent_node,
-        file_node_count as node_count
+    select 'full' as graph, file_id, node, parent_node as map_parent_node
     from nodes
 
     union all
 
-    select
-        'resume' as graph,
-        file_id,
-        node,
-        resume_parent_node as walk_parent_node,
-        resume_parent_node as map_parent_node,
-        resume_node_count as node_count
+    select 'resume' as graph, file_id, node, resume_parent_node as map_parent_node
     from nodes
     where in_resume_map
 ),
@@ -48,28 +35,58 @@ default_leaves as (
     where is_default_leaf
 ),
 
-walk(graph, file_id, node, parent_node, depth, node_count) as (
-    select edges.graph, edges.file_id, edges.node, edges.walk_parent_node, 1, edges.node_count
+runs as materialized (
+    select * from int_chain_runs where graph in ('full', 'resume')
+),
+
+-- the walk a run at a time (int_chain_runs): it enters a run at node `pos`, at depth `depth`,
+-- and leaves from the run's first node to that node's parent, pos - run_head + 1 nodes on
+run_walk(graph, file_id, run_head, pos, depth, node_count) as (
+    select runs.graph, runs.file_id, runs.run_head, runs.pos, 1, runs.node_count
     from default_leaves
-    join edges
-        on edges.file_id = default_leaves.file_id
-        and edges.node = default_leaves.leaf_node
+    join runs
+        on runs.file_id = default_leaves.file_id
+        and runs.node = default_leaves.leaf_node
 
     union all
 
     select
-        walk.graph,
-        walk.file_id,
-        edges.node,
-        edges.walk_parent_node,
-        walk.depth + 1,
-        walk.node_count
-    from walk
-    join edges
-        on edges.graph = walk.graph
-        and edges.file_id = walk.file_id
-        and edges.node = walk.parent_node
-    where walk.depth <= walk.node_count
+        run_walk.graph,
+        run_walk.file_id,
+        next.run_head,
+        next.pos,
+        run_walk.depth + run_walk.pos - run_walk.run_head + 1,
+        run_walk.node_count
+    from run_walk
+    join runs as head
+        on head.graph = run_walk.graph
+        and head.file_id = run_walk.file_id
+        and head.pos = run_walk.run_head
+    join runs as next
+        on next.graph = run_walk.graph
+        and next.file_id = run_walk.file_id
+        and next.node = head.parent_node
+    where run_walk.depth + run_walk.pos - run_walk.run_head + 1 <= run_walk.node_count + 1
+),
+
+-- one row per step of a walk of one parent a step: capped at the file's node count + 1
+walk as materialized (
+    select graph, file_id, node, depth, node_count
+    from (
+        select
+            run_walk.graph,
+            run_walk.file_id,
+            runs.node,
+            run_walk.depth + run_walk.pos - runs.pos as depth,
+            run_walk.node_count
+        from run_walk
+        join runs
+            on runs.graph = run_walk.graph
+            and runs.file_id = run_walk.file_id
+            and runs.run_head = run_walk.run_head
+        where runs.pos <= run_walk.pos
+    ) as steps
+    where depth <= node_count + 1
 ),
 
 walk_lengths as (
