@@ -593,6 +593,11 @@ def test_random_transcripts_match_the_reference_walk(sessions):
         try:
             got_chain = _ids_by_session(con, "chain_messages")
             got_resume = _ids_by_session(con, "resume_messages")
+            default_lengths = dict(con.execute("select session_id, length from branches where is_default").fetchall())
+            cycles: dict[str, set] = {}
+            for session, message in con.execute(
+                    "select session_id, message_id from chain_issues where issue = 'cycle'").fetchall():
+                cycles.setdefault(session, set()).add(message)
         finally:
             con.close()
     for k, records in enumerate(sessions):
@@ -600,6 +605,30 @@ def test_random_transcripts_match_the_reference_walk(sessions):
         assert got_chain.get(f"rand-{k:03d}", []) == expected, records
         # no boundary, tool call or blank reply: resume reloads exactly the same chain
         assert got_resume.get(f"rand-{k:03d}", []) == expected, records
+        # the default branch counts the messages up from its leaf, as far as a first repeat
+        assert default_lengths.get(f"rand-{k:03d}") == (len(expected) or None), records
+        assert cycles.get(f"rand-{k:03d}", set()) == reference_cycle_members(records), records
+
+
+def reference_cycle_members(records: list[dict]) -> set[str]:
+    """The messages on a parent cycle, progress bridged as in reference_chain."""
+    bridge: dict[str, str | None] = {}
+    parents: dict[str, str | None] = {}
+    for r in records:
+        parent = r["parentUuid"]
+        if r["type"] == "progress":
+            bridge[r["uuid"]] = bridge[parent] if parent in bridge else parent
+            continue
+        parents[r["uuid"]] = bridge[parent] if parent in bridge else parent
+    members = set()
+    for start in parents:
+        cur, seen = parents.get(start), set()
+        while cur in parents and cur not in seen and cur != start:
+            seen.add(cur)
+            cur = parents[cur]
+        if cur == start:
+            members.add(start)
+    return members
 
 
 def _ids_by_session(con, view: str) -> dict[str, list[str]]:
