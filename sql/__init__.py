@@ -30,6 +30,7 @@ VIEWS: tuple[str, ...] = (
     "views/int_chain_relinked",
     "views/int_chain_leaves",
     "views/int_chain_runs",
+    "views/int_chain_depths",
     "views/branches",
     "views/int_chain_paths",
     "views/chain_messages",

@@ -12,37 +12,9 @@ resume_map as materialized (
     where in_resume_map
 ),
 
-runs as materialized (
-    select * from int_chain_runs where graph = 'resume'
-),
-
--- depth of every node reachable from a root, top-down a run at a time (int_chain_runs): a
--- run's first node one below its parent, each of its nodes one below the one before
-run_depths(file_id, run_head, head_depth) as (
-    select file_id, run_head, 1
-    from runs
-    where pos = run_head
-        and parent_node is null
-
-    union all
-
-    select child.file_id, child.run_head, run_depths.head_depth + member.pos - member.run_head + 1
-    from run_depths
-    join runs as member
-        on member.file_id = run_depths.file_id
-        and member.run_head = run_depths.run_head
-    join runs as child
-        on child.file_id = member.file_id
-        and child.parent_node = member.node
-        and child.pos = child.run_head
-),
-
+-- depth of every node reachable from a root
 depths as (
-    select runs.file_id, runs.node, run_depths.head_depth + runs.pos - runs.run_head as depth
-    from runs
-    join run_depths
-        on run_depths.file_id = runs.file_id
-        and run_depths.run_head = runs.run_head
+    select file_id, node, depth from int_chain_depths where graph = 'resume'
 ),
 
 -- a leaf that hangs below a parent cycle has no root: count its path up to the first repeat

@@ -33,40 +33,8 @@ graph_edges as materialized (
     where in_resume_map
 ),
 
-runs as materialized (
-    select * from int_chain_runs where graph in ('map', 'resume')
-),
-
--- the runs a root reaches, top-down a run at a time (int_chain_runs): a run whose first node
--- is reached is reached whole
-rooted_runs(graph, file_id, run_head) as (
-    select graph, file_id, run_head
-    from runs
-    where pos = run_head
-        and parent_node is null
-
-    union all
-
-    select child.graph, child.file_id, child.run_head
-    from rooted_runs
-    join runs as member
-        on member.graph = rooted_runs.graph
-        and member.file_id = rooted_runs.file_id
-        and member.run_head = rooted_runs.run_head
-    join runs as child
-        on child.graph = member.graph
-        and child.file_id = member.file_id
-        and child.parent_node = member.node
-        and child.pos = child.run_head
-),
-
 rooted as (
-    select runs.graph, runs.file_id, runs.node
-    from runs
-    semi join rooted_runs
-        on rooted_runs.graph = runs.graph
-        and rooted_runs.file_id = runs.file_id
-        and rooted_runs.run_head = runs.run_head
+    select graph, file_id, node from int_chain_depths
 ),
 
 -- nodes no root reaches: cycle members and whatever hangs below them
