@@ -185,12 +185,11 @@ def snapshot_whole(file: SourceFile, dest: Path, workdir: Path, before: bytes | 
                 if comparing and isinstance(item, Unchecked) and digest.add_known(_one_line(item.line)):
                     continue          # a line before: it was checked then
                 line = _written(item)
-                if digest.add(line) and comparing:
+                if digest.add(line):
                     continue          # a line before, kept where it was loaded
                 out.write(line)
         os.chmod(dest, 0o600)
-        omitted = digest.kept_bytes if comparing else 0
-        return dataclasses.replace(digest.stamp(snap.Snapshot(dest, 0, size, size, 0, "")), omitted=omitted)
+        return dataclasses.replace(digest.stamp(snap.Snapshot(dest, 0, size, size, 0, "")), omitted=digest.kept_bytes)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 

@@ -59,13 +59,14 @@ def read_file(p: Planned, writer: BatchWriter, snapdir: Path, result: UnitResult
     dest = snapdir / f"{file_id}.jsonl"
     whole_container = p.file.container != "jsonl"
     stand_alone = whole_container and getattr(adapters.get(p.file.source), "LINES_STAND_ALONE", False)
-    known = legacy = None
+    known, legacy = None, False
     if action == "rewrite" and prev.get("lines_hash"):
         known = prev["lines_hash"]
         legacy = not known.startswith(HASH_KIND)
     before = prev.get("line_hashes") if known and stand_alone else None
-    if before is not None and len(before) != 8 * live.count(live.before(prev["versions"], prev["epoch"], prev["lines_read"])):
-        before = None         # hashes that are not one a live line: the store loads again whole
+    runs = live.before(prev["versions"], prev["epoch"], prev["lines_read"]) if before is not None else None
+    if runs is not None and len(before) != 8 * live.count(runs):
+        before = runs = None      # hashes that are not one a live line: the store loads again whole
     if whole_container and action == "new" and makes_lines(p.file):
         return _read_new_container(p, writer, snapdir, result, redacting, flush, flush_bytes, stand_alone)
     try:
@@ -73,7 +74,7 @@ def read_file(p: Planned, writer: BatchWriter, snapdir: Path, result: UnitResult
         if not whole_container:
             s = snap.snapshot_lines(p.file.path, p.start, dest)
         else:
-            s = snapshot_whole(p.file, dest, snapdir / f"{file_id}.copy", before, keep=stand_alone, legacy=bool(legacy))
+            s = snapshot_whole(p.file, dest, snapdir / f"{file_id}.copy", before, keep=stand_alone, legacy=legacy)
             result.read_seconds[str(p.file.path)] = time.monotonic() - t0
         writer.clock.add("copy", time.monotonic() - t0)
     except (OSError, snap.NotRegularFile) as exc:
@@ -85,7 +86,7 @@ def read_file(p: Planned, writer: BatchWriter, snapdir: Path, result: UnitResult
         dest.unlink()
         result.same.append(p)
         return None
-    action, epoch, lines_read, versions = _what_loads(p, s, before is not None)
+    action, epoch, lines_read, versions = _what_loads(p, s, runs)
     ctx = _context(p, epoch)
     redactor = Redactor() if redacting else None
     # the copy may leave out the lines already loaded (snapshot_whole): it starts that far in
@@ -178,17 +179,16 @@ def _update(p: Planned, s: snap.Snapshot, action: str, epoch: int, lines_read: i
     }
 
 
-def _what_loads(p: Planned, s: snap.Snapshot, compared: bool) -> tuple[str, int, int, list]:
+def _what_loads(p: Planned, s: snap.Snapshot, runs: list | None) -> tuple[str, int, int, list]:
     """(action, epoch, the line after which its lines load, the file's versions: etl/live_lines.py)
-    for a file read; `compared` when its lines were matched against the lines it gave before
-    (a whole container whose adapter's SQL reads lines on their own, read before by this
-    version). Without that a changed container loads again whole."""
+    for a file read; `runs` the live runs of the lines it gave before, when its lines were
+    matched against them (a whole container whose adapter's SQL reads lines on their own, read
+    before by this version). Without that a changed container loads again whole."""
     prev, action = p.prev, p.action
     versions = list(prev.get("versions") or []) if prev else []
     if action == "new":
         return "new", 1, 0, []
-    if compared:
-        runs = live.before(versions, prev["epoch"], prev["lines_read"])
+    if runs is not None:
         n = live.count(runs)
         if s.kept == ((0, n),) and n:
             # every line loaded before comes first again: the rest is appended

@@ -31,8 +31,10 @@ class Archive:
         if self.state is None:
             action, epoch, lines_read, versions = "new", 1, 0, []
         else:
-            p = SimpleNamespace(prev=dict(self.state, versions=self.state["versions"]), action="rewrite")
-            action, epoch, lines_read, versions = _what_loads(p, s, True)
+            p = SimpleNamespace(prev=self.state, action="rewrite")
+            runs = live.before(self.state["versions"], self.state["epoch"], self.state["lines_read"])
+            assert 8 * live.count(runs) == len(before)       # one hash a live line
+            action, epoch, lines_read, versions = _what_loads(p, s, runs)
             assert action in ("append", "replace_tail", "rewrite")
             if action == "rewrite":
                 new = lines              # nothing kept: every line loads (the copy holds them all)
