@@ -104,3 +104,50 @@ def test_a_file_shorter_than_its_stat_is_copied_up_to_what_it_holds(tmp_path, mo
     s = snap.snapshot_lines(src, 0, tmp_path / "copy")
     assert (tmp_path / "copy").read_bytes() == b'{"a":1}\n{"b":2}\n'
     assert (s.end, s.size) == (16, 21)
+
+
+@pytest.mark.parametrize("kernel", ["copy_file_range", "sendfile", "neither", "cut short", "grew"])
+def test_a_whole_file_copy_is_the_same_however_the_bytes_are_copied(tmp_path, monkeypatch, kernel):
+    """A whole file (a SQLite store, a document) is copied by the kernel where it can, by each
+    fallback where not; a file cut short meanwhile is copied as far as it goes, one that grew
+    meanwhile up to its new end (the SQLite copy compares the stat before and after)."""
+    src = tmp_path / "store.db"
+    data = bytes(range(256)) * 97 + b"tail"
+    src.write_bytes(data)
+    monkeypatch.setattr(snap, "CHUNK", 1000)
+    calls = []
+
+    def refuse(*a):
+        calls.append("refused")
+        raise OSError(errno.EXDEV, "cross-device")
+
+    if kernel in ("sendfile", "neither"):
+        monkeypatch.setattr(snap, "_copy_file_range", refuse)
+    if kernel == "neither":
+        monkeypatch.setattr(snap, "_sendfile", refuse)
+    if kernel == "cut short":
+        real = snap._copy_file_range
+
+        def short(src_fd, dst, offset, count):    # the kernel copy meets the end after 5,000 bytes
+            if offset >= 5000:
+                calls.append("short")
+                return 0
+            return real(src_fd, dst, offset, min(count, 5000 - offset))
+
+        monkeypatch.setattr(snap, "_copy_file_range", short)
+        monkeypatch.setattr(snap.os, "pread", lambda fd, n, off: b"")
+    if kernel == "grew":
+        real_fstat = os.fstat
+
+        def earlier(fd):                           # the stat taken before 4 bytes were appended
+            st = real_fstat(fd)
+            return os.stat_result((st.st_mode, st.st_ino, st.st_dev, st.st_nlink, st.st_uid, st.st_gid,
+                                   st.st_size - 4, st.st_atime, st.st_mtime, st.st_ctime))
+
+        monkeypatch.setattr(snap.os, "fstat", earlier)
+    snap.copy_whole(src, tmp_path / "copy")
+    got = (tmp_path / "copy").read_bytes()
+    assert got == (data[:5000] if kernel == "cut short" else data)
+    assert calls == {"copy_file_range": [], "sendfile": ["refused"], "neither": ["refused"] * 2,
+                     "cut short": ["short"], "grew": []}[kernel]
+    assert oct(os.stat(tmp_path / "copy").st_mode & 0o777) == "0o600"
