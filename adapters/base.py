@@ -14,7 +14,7 @@ An adapter is a module with these names:
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple, Protocol
@@ -90,6 +90,8 @@ class Adapter(Protocol):
     # again need not parse the rows it gave before.
     # def to_lines_unchecked(self, copy: Path, file: SourceFile) -> Iterator[bytes | Unchecked]: ...
 
+    # Either may also give a Group (below) in place of the lines it stands for.
+
 
 class Unchecked(NamedTuple):
     """A line made without the check that the row's text in it is JSON.
@@ -102,6 +104,29 @@ class Unchecked(NamedTuple):
 
     line: bytes
     checked: Callable[[], bytes]
+
+
+class Group(NamedTuple):
+    """Lines that are made from rows of their own (a Cursor chat: its composer row and its
+    bubbles), not yet made.
+
+    `key` hashes every input the lines are made of, the code that makes them included; a group
+    whose key is the one it had at the read before gives the same lines, so a store read again
+    whole takes them as they were (etl/containers.py) without making them: hashing a chat's
+    rows costs a fraction of making its lines. `lines()` makes them (bytes or Unchecked) when
+    the key is new."""
+
+    key: bytes
+    lines: Callable[[], Iterator[bytes | Unchecked]]
+
+
+def made_lines(items: Iterable[bytes | Unchecked | Group]) -> Iterator[bytes | Unchecked]:
+    """The lines of `items`, every group's made: what a first read takes."""
+    for item in items:
+        if isinstance(item, Group):
+            yield from item.lines()
+        else:
+            yield item
 
 
 def checked_line(line: bytes | Unchecked) -> bytes:

@@ -15,16 +15,21 @@ import dataclasses
 import hashlib
 import os
 import shutil
+import struct
 import time
 from pathlib import Path
 
-from convarch.adapters.base import SourceFile, Unchecked, checked_line
+from convarch.adapters.base import Group, SourceFile, Unchecked, checked_line
 from convarch.etl import snapshot as snap
 
 
 #: How the lines' hash is written since each line has its own (LinesDigest); a hash without it
 #: is of the kind kept before (_LegacyDigest).
 HASH_KIND = "2:"
+
+#: A group of lines as kept for the next read (adapters/base.py Group): its key, the index of
+#: its first line among the lines read, how many lines it gave and their bytes.
+GROUP = struct.Struct("<16sQQQ")
 
 
 def _line_hash(line: bytes) -> bytes:
@@ -45,9 +50,15 @@ class LinesDigest:
 
     `legacy`: the version read before was hashed as before 2026-12 (_LegacyDigest, `before`
     then its running hashes): its hash is computed too, and only its first lines can be kept.
+
+    Lines may come as groups (take_group, end_group): `groups` holds the groups of the lines
+    before (GROUP each), and a group whose key is one of those, found where a line of it
+    could be, is taken whole, its lines' hashes those kept, as if each line had been matched.
+    With `keep`, the groups read are kept too.
     """
 
-    def __init__(self, before: bytes | None = None, keep: bool = False, legacy: bool = False):
+    def __init__(self, before: bytes | None = None, keep: bool = False, legacy: bool = False,
+                 groups: bytes | None = None):
         self._hash = hashlib.blake2b(digest_size=16)
         self.lines = 0
         self.nbytes = 0
@@ -58,6 +69,9 @@ class LinesDigest:
         self._next = 0                        # index of the next line before to look for
         self._new_only = before is None       # from here on every line is new
         self.hashes = bytearray() if keep else None
+        self._groups_before = _groups_of(groups, len(before) // 8) if before is not None and not legacy else {}
+        self._group: tuple[bytes, int, int] | None = None    # the group being read line by line
+        self.groups = bytearray() if keep else None
 
     def add(self, line: bytes) -> bool:
         """Take a line; True when it is a line before, kept (it need not be written again)."""
@@ -80,6 +94,40 @@ class LinesDigest:
             return False
         self._took(line, h, at)
         return True
+
+    def take_group(self, key: bytes) -> bool:
+        """Start a group of lines; True when it is taken whole (its lines need not be made),
+        else its lines follow and end_group closes it."""
+        if self._group is not None:
+            raise ValueError("a group of lines inside another")
+        found = None if self._new_only else self._groups_before.get(key)
+        if found is None or found[0] < self._next:
+            self._group = (key, self.lines, self.nbytes)
+            return False
+        first, n, nbytes = found
+        hashes = self._before[8 * first:8 * (first + n)]
+        self._keep_group(key, self.lines, n, nbytes)
+        self.lines += n
+        self.nbytes += nbytes
+        self.kept_bytes += nbytes
+        self._hash.update(hashes)
+        if self.hashes is not None:
+            self.hashes += hashes
+        if self.kept and self.kept[-1][1] == first:
+            self.kept[-1][1] = first + n
+        else:
+            self.kept.append([first, first + n])
+        self._next = first + n
+        return True
+
+    def end_group(self) -> None:
+        key, first, nbytes = self._group
+        self._group = None
+        self._keep_group(key, first, self.lines - first, self.nbytes - nbytes)
+
+    def _keep_group(self, key: bytes, first: int, n: int, nbytes: int) -> None:
+        if self.groups is not None and n:
+            self.groups += GROUP.pack(key, first, n, nbytes)
 
     def _find(self, h: bytes) -> int | None:
         """Where the next line before with hash `h` is, if any is still to come."""
@@ -112,7 +160,23 @@ class LinesDigest:
         return dataclasses.replace(
             s, lines=self.lines, lines_hash=HASH_KIND + self._hash.hexdigest(),
             legacy_hash=self._legacy.hexdigest() if self._legacy is not None else "",
-            kept=tuple((a, b) for a, b in self.kept), line_hashes=bytes(self.hashes) if self.hashes is not None else None)
+            kept=tuple((a, b) for a, b in self.kept), line_hashes=bytes(self.hashes) if self.hashes is not None else None,
+            line_groups=bytes(self.groups) if self.groups is not None else None)
+
+
+def _groups_of(kept: bytes | None, lines: int) -> dict[bytes, tuple[int, int, int]]:
+    """The groups of the lines before by key: (first line, lines, bytes). None at all when one
+    does not fit the `lines` hashes kept, or they overlap (state that is not this version's)."""
+    if not kept or len(kept) % GROUP.size:
+        return {}
+    out: dict[bytes, tuple[int, int, int]] = {}
+    end = 0
+    for key, first, n, nbytes in GROUP.iter_unpack(kept):
+        if first < end or first + n > lines or key in out:
+            return {}
+        out[key] = (first, n, nbytes)
+        end = first + n
+    return out
 
 
 class _LegacyDigest:
@@ -156,22 +220,23 @@ class _LegacyDigest:
 
 
 def snapshot_whole(file: SourceFile, dest: Path, workdir: Path, before: bytes | None = None,
-                   keep: bool = False, legacy: bool = False) -> snap.Snapshot:
+                   keep: bool = False, legacy: bool = False, groups: bytes | None = None) -> snap.Snapshot:
     """Copy a non-line container privately and write the JSON lines the adapter makes of it,
     hashed as they are written (LinesDigest: `before` holds the hashes of the lines the version
-    read before holds, if kept; with `keep` the new lines' are returned; `legacy` when that
-    version was hashed the old way).
+    read before holds, if kept, and `groups` its groups of lines; with `keep` the new lines'
+    are returned; `legacy` when that version was hashed the old way).
 
     With `before`, the lines that are lines before (LinesDigest.kept) are not written
     (Snapshot.omitted counts their bytes): only the new lines can load, and a gigabyte store
     that changed in one chat, or not at all, was written out whole to be skipped. Those lines
     are also made unchecked where the adapter can (`to_lines_unchecked`, adapters/base.py): a
-    line equal to one before needs no check.
+    line equal to one before needs no check; and a group of lines (adapters/base.py Group)
+    whose rows are those it was made of before is not made at all.
 
     A container the adapter cannot read (a corrupt zstd frame, a file that is not SQLite, a
     document that is not JSON) becomes one quarantined line carrying the reason.
     """
-    digest = LinesDigest(before, keep, legacy)
+    digest = LinesDigest(before, keep, legacy, groups)
     if not makes_lines(file):
         s = snap.snapshot_document(file.path, dest)
         digest.add(dest.read_bytes())
@@ -181,7 +246,7 @@ def snapshot_whole(file: SourceFile, dest: Path, workdir: Path, before: bytes | 
         copy, size = _copy(file, workdir)
         comparing = before is not None
         with open(dest, "wb") as out:
-            for item in _lines(file, copy, unchecked=comparing):
+            for item in _lines(file, copy, digest, unchecked=comparing):
                 if comparing and isinstance(item, Unchecked) and digest.add_known(_one_line(item.line)):
                     continue          # a line before: it was checked then
                 line = _written(item)
@@ -230,7 +295,7 @@ class WholeStream:
             held: list[bytes] = []
             n = 0
             t0 = time.monotonic()
-            for item in _lines(self._file, self._copy):
+            for item in _lines(self._file, self._copy, self._digest):
                 line = _written(item)
                 self._digest.add(line)
                 held.append(line)
@@ -264,11 +329,12 @@ def _copy(file: SourceFile, workdir: Path) -> tuple[Path, int]:
     return copy, snap.copy_whole(file.path, copy)
 
 
-def _lines(file: SourceFile, copy: Path, unchecked: bool = False):
+def _lines(file: SourceFile, copy: Path, digest: LinesDigest, unchecked: bool = False):
     """The container's JSON lines, as the adapter gives them: bytes, or with `unchecked` and
     an adapter that has to_lines_unchecked, also Unchecked lines; _written makes each the line
-    written. A container the adapter cannot read ends with one line that is not JSON,
-    quarantined with the reason."""
+    written. A group of lines gives its lines only when `digest` does not take it whole. A
+    container the adapter cannot read ends with one line that is not JSON, quarantined with
+    the reason."""
     from convarch import adapters
 
     adapter = adapters.get(file.source)
@@ -276,7 +342,12 @@ def _lines(file: SourceFile, copy: Path, unchecked: bool = False):
     if unchecked:
         make = getattr(adapter, "to_lines_unchecked", None) or make
     try:
-        yield from make(copy, file) if make else _default_lines(file.container, copy)
+        for item in make(copy, file) if make else _default_lines(file.container, copy):
+            if not isinstance(item, Group):
+                yield item
+            elif not digest.take_group(item.key):
+                yield from item.lines()
+                digest.end_group()
     except Exception as exc:  # noqa: BLE001 - any failure to read becomes a quarantined line
         yield _unreadable_line(file, exc)
 

@@ -110,7 +110,8 @@ def _number_new_files(state, changed: list[Planned]) -> None:
 
 def _attach_versions(state, changed: list[Planned]) -> None:
     """Give each rewritten or appended file seen before its live loads (file_versions) and,
-    for a rewritten one, the hashes of the lines it holds (file_line_hashes)."""
+    for a rewritten one, the hashes of the lines it holds and the groups they came in
+    (file_line_hashes)."""
     seen = [p for p in changed if p.prev is not None]
     if not seen:
         return
@@ -121,12 +122,14 @@ def _attach_versions(state, changed: list[Planned]) -> None:
                 "select file_id, epoch, first_line from file_versions where file_id in (select file_id from seen_ids) "
                 "order by file_id, first_line").fetchall():
             versions.setdefault(fid, []).append((epoch, first))
-        hashes = dict(state.execute(
-            "select file_id, hashes from file_line_hashes where file_id in (select file_id from seen_ids)").fetchall())
+        hashes = {fid: (h, g) for fid, h, g in state.execute(
+            "select file_id, hashes, groups from file_line_hashes where file_id in (select file_id from seen_ids)"
+        ).fetchall()}
     finally:
         state.unregister("seen_ids")
     for p in seen:
-        p.prev = dict(p.prev, versions=versions.get(p.prev["file_id"], []), line_hashes=hashes.get(p.prev["file_id"]))
+        h, g = hashes.get(p.prev["file_id"], (None, None))
+        p.prev = dict(p.prev, versions=versions.get(p.prev["file_id"], []), line_hashes=h, line_groups=g)
 
 
 def earlier_context(lake: Path, state, changed: list[Planned]) -> dict[str, pa.Table]:

@@ -241,8 +241,8 @@ def _classify(sf: SourceFile, st: snap.FileStat, prev: dict | None) -> Planned:
 
 def _commit_versions(state, updates: list[dict]) -> None:
     """Each loaded file's runs of live lines (file_versions: rows only for a file of several)
-    and the hashes of the lines a whole container gave (file_line_hashes), inside the run's
-    transaction."""
+    and the hashes of the lines a whole container gave, with the groups they came in
+    (file_line_hashes), inside the run's transaction."""
     if not updates:
         return
     ids = pa.table({"file_id": pa.array([u["file_id"] for u in updates], pa.int64())})
@@ -261,8 +261,9 @@ def _commit_versions(state, updates: list[dict]) -> None:
     if hashed:
         state.register("hash_rows", pa.table({
             "file_id": pa.array([u["file_id"] for u in hashed], pa.int64()),
-            "hashes": pa.array([u["line_hashes"] for u in hashed], pa.binary())}))
-        state.execute("insert into file_line_hashes select file_id, hashes from hash_rows")
+            "hashes": pa.array([u["line_hashes"] for u in hashed], pa.binary()),
+            "groups": pa.array([u.get("line_groups") for u in hashed], pa.binary())}))
+        state.execute("insert into file_line_hashes (file_id, hashes, groups) select file_id, hashes, groups from hash_rows")
         state.unregister("hash_rows")
 
 
@@ -343,6 +344,9 @@ def _commit(state, run_id, written, updates, touched, gone, summary: Summary, t0
                 "update source_files as f set path = t.path, dev = t.dev, inode = t.inode, size = t.size, "
                 "mtime_ns = t.mtime_ns, gone = false from touched_files as t where f.file_id = t.file_id")
             state.unregister("touched_files")
+        for p in touched:
+            if p.regrouped is not None:
+                state.execute("update file_line_hashes set groups = ? where file_id = ?", [p.regrouped, p.prev["file_id"]])
         if gone:
             state.register("gone_files", pa.table({"file_id": pa.array(list(gone), pa.int64())}))
             state.execute("update source_files set gone = true where file_id in (select file_id from gone_files)")

@@ -38,6 +38,9 @@ class Planned:
     action: str          # new | append | rewrite | touched | unchanged
     start: int
     file_id: int = 0
+    #: a container that gave the same lines in other groups than those kept (the code making
+    #: them changed): its new groups, to keep with its new stat
+    regrouped: bytes | None = None
 
 
 def reason(exc: BaseException) -> str:
@@ -64,9 +67,10 @@ def read_file(p: Planned, writer: BatchWriter, snapdir: Path, result: UnitResult
         known = prev["lines_hash"]
         legacy = not known.startswith(HASH_KIND)
     before = prev.get("line_hashes") if known and stand_alone else None
+    groups = prev.get("line_groups") if before is not None else None
     runs = live.before(prev["versions"], prev["epoch"], prev["lines_read"]) if before is not None else None
     if runs is not None and len(before) != 8 * live.count(runs):
-        before = runs = None      # hashes that are not one a live line: the store loads again whole
+        before = runs = groups = None     # hashes that are not one a live line: the store loads again whole
     if whole_container and action == "new" and makes_lines(p.file):
         return _read_new_container(p, writer, snapdir, result, redacting, flush, flush_bytes, stand_alone)
     try:
@@ -74,7 +78,8 @@ def read_file(p: Planned, writer: BatchWriter, snapdir: Path, result: UnitResult
         if not whole_container:
             s = snap.snapshot_lines(p.file.path, p.start, dest)
         else:
-            s = snapshot_whole(p.file, dest, snapdir / f"{file_id}.copy", before, keep=stand_alone, legacy=legacy)
+            s = snapshot_whole(p.file, dest, snapdir / f"{file_id}.copy", before, keep=stand_alone, legacy=legacy,
+                               groups=groups)
             result.read_seconds[str(p.file.path)] = time.monotonic() - t0
         writer.clock.add("copy", time.monotonic() - t0)
     except (OSError, snap.NotRegularFile) as exc:
@@ -84,6 +89,8 @@ def read_file(p: Planned, writer: BatchWriter, snapdir: Path, result: UnitResult
         # the same lines as before (a write to a table not read, a document saved again):
         # nothing to load, only the new stat to remember
         dest.unlink()
+        if (s.line_groups or b"") != (p.prev.get("line_groups") or b""):
+            p.regrouped = s.line_groups
         result.same.append(p)
         return None
     action, epoch, lines_read, versions = _what_loads(p, s, runs)
@@ -173,6 +180,7 @@ def _update(p: Planned, s: snap.Snapshot, action: str, epoch: int, lines_read: i
         "prev_records": _kept_records(p.prev, action),
         "lines_hash": s.lines_hash or None,
         "line_hashes": s.line_hashes,
+        "line_groups": s.line_groups,
         "versions": versions,
         "session_hint": p.file.session_hint,
         "parent_session_hint": p.file.parent_session_hint,

@@ -42,12 +42,14 @@ class Snapshot:
     head_hash: str
     #: for a whole container, the JSON lines it gave: how many, their hash (LinesDigest; and,
     #: when the version read before was hashed the old way, that hash too), which of the lines
-    #: before are kept ([first, end) runs of their indices) and each line's own hash, if kept
+    #: before are kept ([first, end) runs of their indices) and each line's own hash, if kept,
+    #: with the groups the lines came in (containers.GROUP each)
     lines: int = 0
     lines_hash: str = ""
     legacy_hash: str = ""
     kept: tuple[tuple[int, int], ...] = ()
     line_hashes: bytes | None = None
+    line_groups: bytes | None = None
     #: bytes of lines left out of the copy: the lines kept, when only the new lines can load
     #: (etl/containers.py); the copy's first byte is this far into the lines
     omitted: int = 0

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from conftest import PEER, REPO, tree_fingerprint
 from convarch.adapters import _cursor_rows, _cursor_vscdb, cursor
 from convarch.etl import session_parts
-from convarch.adapters.base import RootError
+from convarch.adapters.base import RootError, made_lines
 from convarch.etl.ingest import ingest
 from convarch.etl.layout import Layout
 from helpers import rows, scalar
@@ -266,8 +266,8 @@ def test_to_lines_are_json_objects_in_a_stable_order(tmp_path):
     for sf in files:
         copy = tmp_path / sf.path.name
         shutil.copy(sf.path, copy)
-        first = list(cursor.to_lines(copy, sf))
-        assert first == list(cursor.to_lines(copy, sf))
+        first = list(made_lines(cursor.to_lines(copy, sf)))
+        assert first == list(made_lines(cursor.to_lines(copy, sf)))
         assert all(isinstance(json.loads(line), dict) and b"\n" not in line for line in first)
 
 
@@ -554,55 +554,70 @@ def test_a_warehouse_hashed_the_old_way_is_matched_by_its_first_lines_once(tmp_p
 
 
 def test_a_store_read_again_checks_only_the_bubbles_it_did_not_give_before(tmp_path, monkeypatch):
-    """A bubble's line the store gave before, byte for byte, is not parsed again; a bubble that
+    """A chat whose rows did not change is not made again at all; in a chat that changed, a
+    bubble's line the store gave before, byte for byte, is not parsed again; a bubble that
     changed is, and one that no longer parses is quarantined as on a first read."""
     path = make_vscdb(tmp_path / "User" / "globalStorage" / "state.vscdb", {
-        "composerData:a": {"composerId": "a", "lastUpdatedAt": 1000, "fullConversationHeadersOnly": [
-            {"bubbleId": "x"}, {"bubbleId": "bad"}, {"bubbleId": "z"}]},
+        "composerData:a": {"composerId": "a", "lastUpdatedAt": 1000, "fullConversationHeadersOnly": [{"bubbleId": "x"}]},
         "bubbleId:a:x": {"type": 1, "text": "first"},
-        "bubbleId:a:bad": '{"type": 2, "text": "cut in the mid',
-        "bubbleId:a:z": {"type": 1, "text": "after the bad one"},
-        "composerData:c": {"composerId": "c", "lastUpdatedAt": 2000, "fullConversationHeadersOnly": [{"bubbleId": "b1"}]},
-        "bubbleId:c:b1": {"type": 1, "text": "one"}})
+        "composerData:c": {"composerId": "c", "lastUpdatedAt": 2000, "fullConversationHeadersOnly": [
+            {"bubbleId": "b1"}, {"bubbleId": "bad"}, {"bubbleId": "z"}]},
+        "bubbleId:c:b1": {"type": 1, "text": "one"},
+        "bubbleId:c:bad": '{"type": 2, "text": "cut in the mid',
+        "bubbleId:c:z": {"type": 1, "text": "after the bad one"}})
     parsed: list[str] = []
-    real_parse = _cursor_vscdb._parse
+    made: list[str] = []
+    real_parse, real_lines = _cursor_vscdb._parse, _cursor_vscdb._chat_lines
 
     def counting_parse(raw):
         parsed.append(raw.decode() if isinstance(raw, bytes) else raw)
         return real_parse(raw)
 
+    def counting_lines(con, cid, *args):
+        made.append(cid)
+        return real_lines(con, cid, *args)
+
     monkeypatch.setattr(_cursor_vscdb, "_parse", counting_parse)
+    monkeypatch.setattr(_cursor_vscdb, "_chat_lines", counting_lines)
     db = tmp_path / "w.duckdb"
     run(db, tmp_path / "User")
     bubbles = lambda: sorted(json.loads(p)["text"] if p.endswith("}") else p for p in parsed if '"type"' in p)
     assert bubbles() == sorted(['{"type": 2, "text": "cut in the mid', "after the bad one", "first", "one"])
+    assert made == ["a", "c"]
     assert [r for (r,) in rows(db, "select error from quarantine")] == [
-        'cursor cursorDiskKV[bubbleId:a:bad]: malformed JSON (Unterminated string starting at: line 1 column 21 (char 20))']
+        'cursor cursorDiskKV[bubbleId:c:bad]: malformed JSON (Unterminated string starting at: line 1 column 21 (char 20))']
 
     parsed.clear()
+    made.clear()
     make_vscdb(path, {"composerData:c": {"composerId": "c", "lastUpdatedAt": 3000, "fullConversationHeadersOnly": [
-        {"bubbleId": "b1"}, {"bubbleId": "b2"}]}, "bubbleId:c:b2": {"type": 2, "text": "two"}})
+        {"bubbleId": "b1"}, {"bubbleId": "bad"}, {"bubbleId": "z"}, {"bubbleId": "b2"}]},
+        "bubbleId:c:b2": {"type": 2, "text": "two"}})
     s = run(db, tmp_path / "User")
-    # the malformed bubble's line was not the spliced one before, so it is checked again (and
-    # is the same quarantined line); the new bubble is checked; the others are not parsed
+    # chat a is taken as it was; in chat c the malformed bubble's line was not the spliced one
+    # before, so it is checked again (and is the same quarantined line), the new bubble is
+    # checked, the others are not parsed
+    assert made == ["c"]
     assert bubbles() == sorted(['{"type": 2, "text": "cut in the mid', "two"])
     assert (s.records_added, s.quarantined) == (2, 0)
     assert scalar(db, "select count(*) from quarantine") == 1
 
-    # a bubble rewritten in place with text that no longer parses is checked and quarantined
+    # a bubble rewritten in place with text that no longer parses, its composer row unchanged:
+    # the chat is made again, the bubble checked and quarantined
+    made.clear()
     con = sqlite3.connect(path)
-    con.execute("update cursorDiskKV set value = ? where key = 'bubbleId:c:b1'", ('{"type": 1, "text": "on',))
+    con.execute("update cursorDiskKV set value = ? where key = 'bubbleId:c:b2'", ('{"type": 2, "text": "tw',))
     con.commit()
     con.close()
     s = run(db, tmp_path / "User")
+    assert made == ["c"]
     assert s.quarantined == 1
-    assert sorted(r for (r,) in rows(db, "select error from quarantine"))[1].startswith(
-        "cursor cursorDiskKV[bubbleId:c:b1]: malformed JSON")
+    assert sorted(r for (r,) in rows(db, "select error from quarantine"))[0].startswith(
+        "cursor cursorDiskKV[bubbleId:c:b2]: malformed JSON")
     fresh = tmp_path / "fresh.duckdb"
     run(fresh, tmp_path / "User")
     query = "select session_id, role, text from messages order by session_id, line_no"
     assert rows(db, query) == rows(fresh, query) == [
-        ("a", "user", "first"), ("a", "user", "after the bad one"), ("c", "assistant", "two")]
+        ("a", "user", "first"), ("c", "user", "one"), ("c", "user", "after the bad one")]
 
 
 def test_a_chat_that_grew_derives_again_only_its_own_session_facts(tmp_path, monkeypatch):
@@ -783,10 +798,51 @@ def test_bubbles_read_in_chunks_give_the_lines_of_one_lookup_each(tmp_path, monk
 
     def lines(chunk: int) -> list[bytes]:
         monkeypatch.setattr(_cursor_vscdb, "LOOKUP_CHUNK", chunk)
-        return list(cursor.to_lines(path, sf))
+        return list(made_lines(cursor.to_lines(path, sf)))
 
     one_each = lines(1)
     got = [(json.loads(line)["bubbleId"], json.loads(line)["seq"]) for line in one_each[:-1]]
     assert got == [("b05", 0), ("b01", 1), ("b02", 3), ("b03", 6), ("b04", 8), ("x1", None), ("x2", None)]
     for chunk in (2, 3, 4, 256):
         assert lines(chunk) == one_each
+
+
+def test_bubble_owners_are_the_composers_every_bubble_key_names(tmp_path):
+    """The owners found by seeking past each composer's bubbles are those a walk over every
+    bubble key finds, in the same order, odd keys included."""
+    keys = ["bubbleId:a:1", "bubbleId:a:2", "bubbleId:0b:1", "bubbleId:noc", "bubbleId::x", "bubbleId:c:1",
+            "bubbleId:c:2", "bubbleId:c", "bubbleId:c:", "bubbleId:é:1", "bubbleId:~:9", "bubbleIdz", "composerData:a"]
+    con = sqlite3.connect(":memory:")
+    con.execute("create table cursorDiskKV (key text unique on conflict replace, value blob)")
+    con.executemany("insert into cursorDiskKV values (?, '{}')", [(k,) for k in keys])
+    con.text_factory = bytes
+    walked = [k.split(":", 2)[1] if len(k.split(":", 2)) == 3 else ""
+              for k in sorted(k.encode() for k in keys if k.startswith("bubbleId:")) for k in [k.decode()]]
+    assert list(dict.fromkeys(_cursor_vscdb._bubble_owners(con))) == list(dict.fromkeys(walked))
+    assert len(list(_cursor_vscdb._bubble_owners(con))) < len(walked)
+
+
+def test_chats_made_by_other_code_are_made_again_and_kept_where_their_lines_are_the_same(tmp_path, monkeypatch):
+    """A chat's key hashes the code that makes its lines: after an upgrade every chat is made
+    again once (none is taken as it was), and its lines, the same, load nothing; the next read
+    takes them whole again."""
+    def chat(cid: str, updated: int, texts: list[str]) -> dict:
+        return {f"composerData:{cid}": {"composerId": cid, "lastUpdatedAt": updated,
+                                        "fullConversationHeadersOnly": [{"bubbleId": f"b{i}"} for i in range(len(texts))]},
+                **{f"bubbleId:{cid}:b{i}": {"type": 1 + i % 2, "text": t} for i, t in enumerate(texts)}}
+
+    path = make_vscdb(tmp_path / "User" / "globalStorage" / "state.vscdb",
+                      chat("a", 1000, ["a1", "a2"]) | chat("b", 2000, ["b1"]))
+    made: list[str] = []
+    real_lines = _cursor_vscdb._chat_lines
+    monkeypatch.setattr(_cursor_vscdb, "_chat_lines", lambda con, cid, *a: made.append(cid) or real_lines(con, cid, *a))
+    db = tmp_path / "w.duckdb"
+    run(db, tmp_path / "User")
+    made.clear()
+    monkeypatch.setattr(_cursor_vscdb, "_MAKER", b"other code".ljust(16, b"."))
+    make_vscdb(path, {"checkpointId:zzz": {"unread": True}})
+    s = run(db, tmp_path / "User")
+    assert made == ["a", "b"] and s.records_added == 0
+    made.clear()
+    make_vscdb(path, chat("b", 3000, ["b1", "b2"]))
+    assert run(db, tmp_path / "User").records_added == 2 and made == ["b"]

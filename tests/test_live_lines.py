@@ -27,13 +27,33 @@ class Archive:
         before = self.state["hashes"] if self.state else None
         digest = LinesDigest(before, keep=True, legacy=legacy)
         new = [line for line in lines if not digest.add(line)]
-        s = digest.stamp(snap.Snapshot(None, 0, 0, 0, 0, ""))
+        self.digest = digest
+        self._took(lines, digest.stamp(snap.Snapshot(None, 0, 0, 0, 0, "")), new)
+
+    def read_groups(self, groups: list[tuple[bytes, list[bytes]]]) -> None:
+        """A read whose lines come in groups (key, lines), as a Cursor store gives its chats;
+        `made` counts the lines of the groups not taken whole."""
+        before = self.state["hashes"] if self.state else None
+        digest = LinesDigest(before, keep=True, groups=self.state["groups"] if self.state else None)
+        new: list[bytes] = []
+        self.made = 0
+        for key, lines in groups:
+            if digest.take_group(key):
+                continue
+            self.made += len(lines)
+            new += [line for line in lines if not digest.add(line)]
+            digest.end_group()
+        self.digest = digest
+        self._took([line for _, lines in groups for line in lines], digest.stamp(snap.Snapshot(None, 0, 0, 0, 0, "")), new)
+
+    def _took(self, lines: list[bytes], s: snap.Snapshot, new: list[bytes]) -> None:
+        self.stamp = s
         if self.state is None:
             action, epoch, lines_read, versions = "new", 1, 0, []
         else:
             p = SimpleNamespace(prev=self.state, action="rewrite")
             runs = live.before(self.state["versions"], self.state["epoch"], self.state["lines_read"])
-            assert 8 * live.count(runs) == len(before)       # one hash a live line
+            assert 8 * live.count(runs) == len(self.state["hashes"])       # one hash a live line
             action, epoch, lines_read, versions = _what_loads(p, s, runs)
             assert action in ("append", "replace_tail", "rewrite")
             if action == "rewrite":
@@ -42,7 +62,7 @@ class Archive:
             self.rows[(epoch, lines_read + 1 + i)] = line
         self.loaded = len(new)
         self.state = {"epoch": epoch, "lines_read": lines_read + len(new), "versions": versions,
-                      "hashes": s.line_hashes}
+                      "hashes": s.line_hashes, "groups": s.line_groups}
 
     def live(self) -> list[bytes]:
         runs = live.live_lines({"epoch": self.state["epoch"], "versions": self.state["versions"]})
@@ -134,3 +154,63 @@ def test_any_edits_leave_the_live_lines_those_the_store_gives(n, steps):
         assert a.live() == lines
         if kind == "move" and len(set(before)) == len(before) and before != lines:
             assert a.loaded <= k
+
+
+chat_edits = st.lists(st.tuples(st.sampled_from(["grow", "touch", "drop", "new", "resort", "none"]),
+                                st.integers(0, 10 ** 6)), min_size=1, max_size=8)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 8), chat_edits)
+def test_chats_whose_rows_did_not_change_are_not_made_and_load_as_if_they_were(n, steps):
+    """Lines given in groups keyed by what they are made of (Cursor chats): a chat grown
+    moves to the end, one touched changes a line in place, dropped, new, the order resorted.
+    After each read the live lines are the store's, the read kept and hashed exactly what a
+    read that made every line did, and only the chats that changed were made."""
+    grouped, flat = Archive(), Archive()
+    store = {f"c{i}": [f"c{i} line {j}\n".encode() for j in range(i % 3 + 1)] for i in range(n)}
+    order = list(store)
+    fresh = 0
+
+    def groups():
+        return [(hashlib.blake2b(b"".join(store[c]), digest_size=16).digest(), store[c]) for c in order]
+
+    def read():
+        grouped.read_groups(groups())
+        flat.read([line for _, lines in groups() for line in lines])
+        assert grouped.live() == flat.live() == [line for _, lines in groups() for line in lines]
+        for field in ("kept", "lines", "lines_hash", "line_hashes"):
+            assert getattr(grouped.stamp, field) == getattr(flat.stamp, field), field
+        for field in ("nbytes", "kept_bytes"):      # the bytes kept are the bytes left out of the copy
+            assert getattr(grouped.digest, field) == getattr(flat.digest, field), field
+        assert grouped.loaded == flat.loaded
+
+    read()
+    assert grouped.made == sum(len(v) for v in store.values())
+    for kind, at in steps:
+        c = order[at % len(order)] if order else None
+        changed = []
+        if kind == "grow" and c:
+            store[c] = store[c] + [f"{c} more {fresh}\n".encode()]
+            order.remove(c)
+            order.append(c)
+            changed = [c]
+        elif kind == "touch" and c:
+            store[c] = [f"{c} touched {fresh}\n".encode()] + store[c][1:]
+            changed = [c]
+        elif kind == "drop" and c:
+            order.remove(c)
+            del store[c]
+        elif kind == "new":
+            store[f"n{fresh}"] = [f"n{fresh} line\n".encode()]
+            order.append(f"n{fresh}")
+            changed = [f"n{fresh}"]
+        elif kind == "resort" and order:
+            order = order[at % len(order):] + order[:at % len(order)]
+        fresh += 1
+        read()
+        if kind != "resort":
+            # a chat is made when it changed, or, lines before it having changed, it is behind
+            # them (every line after the first new one loads again)
+            first = min((order.index(x) for x in changed), default=len(order))
+            assert grouped.made == sum(len(store[x]) for x in order[first:])
