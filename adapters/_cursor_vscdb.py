@@ -3,17 +3,15 @@ composers and their bubbles from ``cursorDiskKV``, chat and prompt history from 
 from __future__ import annotations
 
 import hashlib
-import os
 import sqlite3
 import sys
 from collections.abc import Iterator
 from functools import partial
-from pathlib import Path
 
 from json.encoder import encode_basestring as _json_text
 
 from convarch.adapters._cursor_rows import _as_text, _dump, _line, _malformed, _parse, _s, _splice
-from convarch.adapters.base import Group, SourceFile, Unchecked
+from convarch.adapters.base import Group, SourceFile, Unchecked, code_key, feed_values
 
 ITEM_KEYS = (
     "workbench.panel.aichat.view.aichat.chatdata",
@@ -136,21 +134,8 @@ def _chat_lines(con: sqlite3.Connection, cid: str, key: str, raw: bytes | str,
     yield _line(env, _dump({k: v for k, v in composer.items() if k != "conversation"}) if inline else raw)
 
 
-def _maker() -> bytes:
-    """The code that makes a chat's lines (this module, _cursor_rows, adapters/base.py), hashed:
-    part of every chat's key, so lines made by other code are made again, never taken as
-    they were (with no version number to forget to raise)."""
-    from convarch.adapters import _cursor_rows, base
-
-    h = hashlib.blake2b(digest_size=16)
-    for module in (sys.modules[__name__], _cursor_rows, base):
-        try:
-            h.update(Path(module.__file__).read_bytes())
-        except (OSError, TypeError):        # no source to read: keys that never match
-            h.update(os.urandom(16))
-    return h.digest()
-
-
+#: The code that makes a chat's lines (this module, _cursor_rows, adapters/base.py), hashed
+#: (base.code_key), once it is needed.
 _MAKER: bytes | None = None
 
 
@@ -162,10 +147,11 @@ def _chat_key(con: sqlite3.Connection, cid: str, key: str | None, raw: bytes | s
     (1.3 GB of bubbles: 2.4 s, against 7)."""
     global _MAKER
     if _MAKER is None:
-        _MAKER = _maker()
+        from convarch.adapters import _cursor_rows, base
+
+        _MAKER = code_key(sys.modules[__name__], _cursor_rows, base)
     h = hashlib.blake2b(_MAKER, digest_size=16)
-    for part in (key, raw):
-        _feed(h, part)
+    feed_values(h, (key, raw))
     lo, hi = _key_range(f"bubbleId:{cid}:")
     for k, v in con.execute("select key, value from cursorDiskKV where key >= ? and key < ? order by key", (lo, hi)):
         if type(k) is bytes and type(v) is bytes:      # nearly every row: two calls, not six
@@ -173,23 +159,8 @@ def _chat_key(con: sqlite3.Connection, cid: str, key: str | None, raw: bytes | s
             h.update(v)
         else:
             h.update(b"o")
-            _feed(h, k)
-            _feed(h, v)
+            feed_values(h, (k, v))
     return h.digest()
-
-
-def _feed(h, value) -> None:
-    """One value into a chat's key, told apart from its neighbours by its type and length."""
-    if value is None:
-        h.update(b"n;")
-        return
-    if isinstance(value, str):
-        value = value.encode("utf-8", "surrogatepass")
-    elif not isinstance(value, bytes):
-        value = repr(value).encode()
-        h.update(b"r")
-    h.update(b"%d;" % len(value))
-    h.update(value)
 
 
 def _bubble_lines(con: sqlite3.Connection, cid: str, order: list[str], ctx: dict,

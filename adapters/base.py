@@ -14,6 +14,8 @@ An adapter is a module with these names:
 """
 from __future__ import annotations
 
+import hashlib
+import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -118,6 +120,47 @@ class Group(NamedTuple):
 
     key: bytes
     lines: Callable[[], Iterator[bytes | Unchecked]]
+
+
+def code_key(*modules) -> bytes:
+    """A hash of the source of `modules`, the code that makes a group's lines: part of every
+    group's key, so that lines made by other code are made again, never taken as they were,
+    with no version number to forget to raise. Without a source to read, a key that never
+    matches."""
+    h = hashlib.blake2b(digest_size=16)
+    for module in modules:
+        try:
+            h.update(Path(module.__file__).read_bytes())
+        except (OSError, TypeError):
+            h.update(os.urandom(16))
+    return h.digest()
+
+
+#: Text or bytes longer than this are fed to a key as they are, not in a repr
+LONG_VALUE = 64
+
+
+def feed_values(h, values) -> None:
+    """A row's values (text, bytes, numbers, None) into a group's key: the repr of their tuple,
+    each long text or bytes replaced there by its kind and length, then those long values
+    themselves. The repr reads back as the same values and tells where each long value ends,
+    so rows that differ never feed the same bytes; and long values are not escaped into a repr
+    (repr was most of what hashing an OpenCode database's rows cost)."""
+    small: list = []
+    long: list[bytes] = []
+    for v in values:
+        if isinstance(v, str) and len(v) > LONG_VALUE:
+            v = v.encode("utf-8", "surrogatepass")
+            small.append(("s", len(v)))
+            long.append(v)
+        elif isinstance(v, bytes) and len(v) > LONG_VALUE:
+            small.append(("b", len(v)))
+            long.append(v)
+        else:
+            small.append(v)
+    h.update(repr(tuple(small)).encode("utf-8", "surrogatepass"))
+    for v in long:
+        h.update(v)
 
 
 def made_lines(items: Iterable[bytes | Unchecked | Group]) -> Iterator[bytes | Unchecked]:

@@ -45,14 +45,18 @@ text of their own; their parts' blocks carry it (linked by ``message_id``).
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
 import sqlite3
+import sys
 from collections.abc import Iterator, Mapping
+from functools import partial
 from pathlib import Path
 
-from convarch.adapters.base import Extract, RootError, SourceFile, malformed_row
+from convarch.adapters import base
+from convarch.adapters.base import Extract, Group, RootError, SourceFile, code_key, feed_values, malformed_row
 
 NAME = "opencode"
 TITLE = "OpenCode"
@@ -66,6 +70,9 @@ LINES_STAND_ALONE = True
 DB_PATTERN = re.compile(r"^opencode(-[A-Za-z0-9._-]+)?\.db$")
 SIDECARS = ("-wal", "-shm", "-journal")
 STORE_DIRS = ("session", "message", "part")
+#: Messages a group of lines holds (adapters/base.py Group): a database read again makes again
+#: only the groups whose rows changed, nearly always the last one or two.
+GROUP_MESSAGES = 256
 #: Text columns OpenCode stores as JSON (drizzle ``text({mode: "json"})``), per table.
 JSON_COLUMNS = {
     "session": ("summary_diffs", "revert", "permission", "goal", "model"),
@@ -249,25 +256,17 @@ def db_lines(copy: Path) -> Iterator[bytes]:
             raise ValueError(f"not an OpenCode database: no {', '.join(sorted(missing))} table")
         # messages in the order they were written (each with its parts), the sessions, whose
         # rows change as a session goes on, last: a database that gained messages is read
-        # again with its earlier lines first, and only the tail loads (etl/containers.py)
+        # again with its earlier lines first, and only the tail loads (etl/containers.py).
+        # GROUP_MESSAGES messages at a time are a Group keyed by their rows and their parts'
+        # rows, so the messages of a database read again are made again only where they changed
         has_parts = "part" in tables
         messages = _query(con, "select * from message", "time_created, id")
         cols = [d[0] for d in messages.description]
-        for values in messages:
-            row = {"table": "message", **dict(zip(cols, values))}
-            parts = _parts_of(con, row.get("id")) if has_parts else []
-            bad = _decode(row, JSON_COLUMNS["message"])
-            good_parts, bad_parts = [], []
-            for part in parts:
-                (bad_parts if _decode(part, JSON_COLUMNS["part"]) else good_parts).append(part)
-            if bad:
-                yield _malformed("message", row, bad)
-                for part in good_parts:
-                    yield _dump({"table": "part", **part})
-            else:
-                yield _dump({**row, "parts": good_parts})
-            for part in bad_parts:
-                yield _malformed("part", part, "data")
+        at = cols.index("id") if "id" in cols else None
+        while rows := messages.fetchmany(GROUP_MESSAGES):
+            ids = [r[at] if at is not None else None for r in rows]
+            parts = _parts_of(con, ids) if has_parts else ([], {})
+            yield Group(_messages_key(cols, rows, ids, parts), partial(_message_lines, cols, rows, ids, parts))
         if has_parts:
             yield from _plain_rows(con, "part", "session_id, id",
                                    "select * from part where message_id not in (select id from message)")
@@ -285,10 +284,64 @@ def _query(con: sqlite3.Connection, select: str, order: str, params=()) -> sqlit
         return con.execute(f"{select} order by rowid", params)
 
 
-def _parts_of(con: sqlite3.Connection, message_id) -> list[dict]:
-    cur = _query(con, "select * from part where message_id = ?", "id", (message_id,))
+def _message_lines(cols: list[str], rows: list[tuple], ids: list, parts: tuple[list, dict]) -> Iterator[bytes]:
+    """Each message's line, its parts in it; a message or part whose JSON does not parse on
+    a line of its own, quarantined."""
+    part_cols, by_message = parts
+    for values, mid in zip(rows, ids):
+        row = {"table": "message", **dict(zip(cols, values))}
+        bad = _decode(row, JSON_COLUMNS["message"])
+        good_parts, bad_parts = [], []
+        for part_values in by_message.get(mid, ()):
+            part = dict(zip(part_cols, part_values))
+            (bad_parts if _decode(part, JSON_COLUMNS["part"]) else good_parts).append(part)
+        if bad:
+            yield _malformed("message", row, bad)
+            for part in good_parts:
+                yield _dump({"table": "part", **part})
+        else:
+            yield _dump({**row, "parts": good_parts})
+        for part in bad_parts:
+            yield _malformed("part", part, "data")
+
+
+#: The code that makes the messages' lines (this module and adapters/base.py), hashed
+#: (base.code_key), once it is needed.
+_MAKER: bytes | None = None
+
+
+def _messages_key(cols: list[str], rows: list[tuple], ids: list, parts: tuple[list, dict]) -> bytes:
+    """The hash of everything a group of messages' lines are made of: the code, the message
+    rows and each message's part rows, in order, with their columns' names."""
+    global _MAKER
+    if _MAKER is None:
+        _MAKER = code_key(sys.modules[__name__], base)
+    part_cols, by_message = parts
+    h = hashlib.blake2b(_MAKER, digest_size=16)
+    feed_values(h, cols)
+    feed_values(h, part_cols)
+    for values, mid in zip(rows, ids):
+        h.update(b"m")
+        feed_values(h, values)
+        for part_values in by_message.get(mid, ()):
+            h.update(b"p")
+            feed_values(h, part_values)
+    return h.digest()
+
+
+def _parts_of(con: sqlite3.Connection, message_ids: list) -> tuple[list[str], dict]:
+    """The part table's columns, and the part rows of those messages by message id, each
+    message's in id order."""
+    ids = [m for m in dict.fromkeys(message_ids) if m is not None]
+    if not ids:
+        return [], {}
+    cur = _query(con, f"select * from part where message_id in ({','.join('?' * len(ids))})", "message_id, id", ids)
     cols = [d[0] for d in cur.description]
-    return [dict(zip(cols, values)) for values in cur]
+    at = cols.index("message_id")
+    out: dict = {}
+    for values in cur:
+        out.setdefault(values[at], []).append(values)
+    return cols, out
 
 
 def _plain_rows(con, table: str, order: str, select: str | None = None) -> Iterator[bytes]:

@@ -1,14 +1,14 @@
 """Stores rewritten in place: a JSON document or a SQLite database is read again whole
 whenever it changes, and what it costs then depends on what changed in the lines it gives.
 
-Three stores, each about `mb` megabytes: a Cline task whose API history (one JSON array)
+Five stores, each about `mb` megabytes: a Cline task whose API history (one JSON array)
 grows by two messages, then has its last message rewritten and one more added; a goose
 sessions.db that gets a row in a table convarch does not read (goose's own recipes, a WAL
 checkpoint and the like change the files, not the lines); a Cursor state.vscdb whose latest
 chat gains a bubble (its bubble and its chat's row written, as Cursor does), then its oldest
 chat (which moves to the end of the lines, chats being given in the order they were last
-updated); and a Gemini
-CLI op-log, which is appended to but replayed whole, whose next turn is a question and an
+updated); an OpenCode database whose latest session gains a message with its parts; and a
+Gemini CLI op-log, which is appended to but replayed whole, whose next turn is a question and an
 answer written twice (in progress, then complete, which supersedes the first line). Each
 pick-up is timed against the same store read again whole in the same run, after a change to
 its first line (which must load everything again, as every rewrite did before), and the
@@ -127,6 +127,70 @@ def _cursor_bubble(path: Path, cid: str, bid: str, text: str) -> None:
     chat["lastUpdatedAt"] = last + 1000
     con.execute("insert into cursorDiskKV values (?, ?)", (f"bubbleId:{cid}:{bid}", json.dumps({"type": 2, "text": text})))
     con.execute("insert into cursorDiskKV values (?, ?)", (f"composerData:{cid}", json.dumps(chat)))
+    con.commit()
+    con.close()
+
+
+def _opencode_build():
+    spec = importlib.util.spec_from_file_location("opencode_build", FIXTURES / "opencode" / "build_contract.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _opencode_message(build, rng: random.Random, session: str, i: int) -> tuple[tuple, list[tuple]]:
+    """A message row and its part rows as OpenCode writes them: a user prompt, or an assistant
+    step (its text and a tool call whose output is a few KB to tens of KB)."""
+    at, mid = build.T0 + 1000 * i, f"msg_{i:010d}"
+    if i % 2 == 0:
+        info = {"role": "user", "time": {"created": at}, "agent": "build", "model": build.MODEL}
+        parts = [build.text(_words(rng, 20), 1000 * i)]
+    else:
+        info = {"role": "assistant", "time": {"created": at, "completed": at + 900}, "parentID": f"msg_{i - 1:010d}",
+                "modelID": build.MODEL["modelID"], "providerID": build.MODEL["providerID"], "mode": "build",
+                "agent": "build", "path": {"cwd": build.CWD, "root": build.CWD}, "cost": 0.01,
+                "tokens": {"input": 1000 + i, "output": 50, "reasoning": 0, "cache": {"read": 0, "write": 0}},
+                "finish": "tool-calls"}
+        parts = [build.step_start(1000 * i), build.text(_words(rng, 30), 1000 * i),
+                 build.tool(f"toolu_{i:08d}", "bash", "completed", {"command": f"make test {i}"}, 1000 * i,
+                            output=_words(rng, int(rng.lognormvariate(6, 1))))]
+    return ((mid, session, at, at, json.dumps(info)),
+            [(f"prt_{i:010d}{k}", mid, session, at, at, json.dumps(p)) for k, p in enumerate(parts)])
+
+
+def opencode_db(path: Path, mb: int, seed: int = 10) -> int:
+    """An OpenCode database of sessions of 200 messages; returns how many messages."""
+    build = _opencode_build()
+    build.write_db(path)
+    rng = random.Random(seed)
+    con = sqlite3.connect(path)
+    size, i = 0, 0
+    while size < mb * 1e6:
+        session = f"ses_bench{i // 200:06d}"
+        if i % 200 == 0:
+            con.execute("insert into session (id, project_id, slug, directory, title, version, time_created, "
+                        "time_updated) values (?, ?, ?, ?, ?, '1.2.10', ?, ?)",
+                        (session, build.PROJECT, session, build.CWD, f"bench {i // 200}", build.T0 + 1000 * i,
+                         build.T0 + 1000 * i))
+        message, parts = _opencode_message(build, rng, session, i)
+        con.execute("insert into message values (?, ?, ?, ?, ?)", message)
+        con.executemany("insert into part values (?, ?, ?, ?, ?, ?)", parts)
+        size += len(message[4]) + sum(len(p[5]) for p in parts)
+        i += 1
+    con.commit()
+    con.close()
+    return i
+
+
+def _opencode_turn(path: Path, i: int) -> None:
+    """The latest session goes on, as OpenCode writes it: a message, its parts, the session row."""
+    build = _opencode_build()
+    con = sqlite3.connect(path)
+    session = f"ses_bench{(i - 1) // 200:06d}"
+    message, parts = _opencode_message(build, random.Random(i), session, i)
+    con.execute("insert into message values (?, ?, ?, ?, ?)", message)
+    con.executemany("insert into part values (?, ?, ?, ?, ?, ?)", parts)
+    con.execute("update session set time_updated = ? where id = ?", (message[2], session))
     con.commit()
     con.close()
 
@@ -255,6 +319,29 @@ def rewrites(script: str, work: Path, mb: int) -> dict:
                                  "ratio_to_whole": round(chat["seconds"] / whole["seconds"], 3),
                                  "taken_up_ratio_to_whole": round(taken_up["seconds"] / whole["seconds"], 3)}
 
+    data = work / "opencode"
+    data.mkdir()
+    n = opencode_db(data / "opencode.db", mb)
+    db = work / "wh-opencode" / "convarch.duckdb"
+    first = _ingest(script, db, "opencode", data)
+    lake = lake_bytes(db)
+    _opencode_turn(data / "opencode.db", n)
+    turn = _ingest(script, db, "opencode", data)
+    turn_lake = lake_bytes(db)
+    # the first message's part rewritten in place: everything after it loads again
+    con = sqlite3.connect(data / "opencode.db")
+    con.execute("update part set data = ? where id = (select min(id) from part)",
+                (json.dumps({"type": "text", "text": "edited"}),))
+    con.commit()
+    con.close()
+    whole = _ingest(script, db, "opencode", data)
+    out["opencode_turn"] = {"mb": round((data / "opencode.db").stat().st_size / 1e6, 1), "messages": n + 1,
+                            "first_seconds": round(first["seconds"], 2), "first_lake_mb": round(lake / 1e6, 1),
+                            "seconds": round(turn["seconds"], 2), "records": turn["records"],
+                            "lake_growth_mb": round((turn_lake - lake) / 1e6, 2),
+                            "whole_seconds": round(whole["seconds"], 2), "whole_records": whole["records"],
+                            "ratio_to_whole": round(turn["seconds"] / whole["seconds"], 3)}
+
     root = work / "gemini"
     log = root / "tmp" / "bench" / "chats" / "session-2026-05-01T10-00-5d1c2b3a.jsonl"
     gemini_log(log, mb)
@@ -282,6 +369,7 @@ def rewrites(script: str, work: Path, mb: int) -> dict:
 
 def report(res: dict) -> str:
     c, g, u, m = res["cline_grown"], res["goose_same_lines"], res["cursor_latest_chat"], res["gemini_turn"]
+    o = res["opencode_turn"]
     return "\n".join([
         "rewritten stores  a store read again after a change, against the same store read again whole in this run",
         f"  Cline history   {c['mb']} MB, {c['messages']} messages, 2 appended: {c['seconds']} s, {c['records']} records, "
@@ -297,6 +385,9 @@ def report(res: dict) -> str:
         f"read whole {u['whole_seconds']} s -> ratio {u['ratio_to_whole']}",
         f"  same store      its oldest chat taken up again (it moves to the end): {u['taken_up_seconds']} s, "
         f"{u['taken_up_records']} records, lake +{u['taken_up_lake_growth_mb']} MB -> ratio {u['taken_up_ratio_to_whole']}",
+        f"  OpenCode db     {o['mb']} MB, {o['messages']} messages, the latest session gains one: {o['seconds']} s, "
+        f"{o['records']} records, lake +{o['lake_growth_mb']} MB (first load {o['first_seconds']} s, "
+        f"{o['first_lake_mb']} MB); read whole {o['whole_seconds']} s -> ratio {o['ratio_to_whole']}",
         f"  Gemini op-log   {m['mb']} MB, {m['lines']} lines, a turn appended (its answer written twice): "
         f"{m['seconds']} s, {m['records']} records, lake +{m['lake_growth_mb']} MB (first load {m['first_seconds']} s, "
         f"{m['first_lake_mb']} MB); read whole {m['whole_seconds']} s -> ratio {m['ratio_to_whole']}",

@@ -376,31 +376,48 @@ def test_a_database_whose_earlier_rows_change_keeps_the_rows_before_them(tmp_pat
         con.close()
 
 
-def test_an_opencode_database_as_a_session_goes_on_reads_like_a_fresh_load(tmp_path):
+@pytest.mark.parametrize("group", [1, 2, 256])
+def test_an_opencode_database_as_a_session_goes_on_reads_like_a_fresh_load(tmp_path, monkeypatch, group):
+    """Messages come GROUP_MESSAGES at a time as groups keyed by their rows: only the groups
+    whose rows changed, or that follow lines that changed, are made again, and the warehouse
+    reads as a fresh load after each step whatever the groups' size."""
     from convarch.adapters import opencode
 
     spec = importlib.util.spec_from_file_location("opencode_build", REPO / "fixtures" / "opencode" / "build_contract.py")
     build = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(build)
+    monkeypatch.setattr(opencode, "GROUP_MESSAGES", group)
+    made: list[int] = []
+    real = opencode._message_lines
+    monkeypatch.setattr(opencode, "_message_lines", lambda cols, rows, *a: made.append(len(rows)) or real(cols, rows, *a))
     data = tmp_path / "opencode"
     con = build.write_db(data / "opencode.db", wal=True, keep_open=True)
     try:
         db = tmp_path / "w" / "convarch.duckdb"
         run(db, opencode, data)
+        n = con.execute("select count(*) from message").fetchone()[0]
+        assert sum(made) == n and len(made) == -(-n // group)
         last = con.execute("select id from message order by time_created desc, id desc limit 1").fetchone()[0]
+        first = con.execute("select id from message order by time_created, id limit 1").fetchone()[0]
         steps = [
             # the latest message gains a part, and its session's counters move, as OpenCode writes
             ("insert into part values ('prt_zz1', ?, ?, 9, 9, ?)",
-             (last, build.CHILD, json.dumps({"type": "text", "text": "Done."}))),
+             (last, build.CHILD, json.dumps({"type": "text", "text": "Done."})), 1),
             ("update session set time_updated = time_updated + 1, tokens_output = tokens_output + 5 where id = ?",
-             (build.CHILD,)),
+             (build.CHILD,), 0),
             ("insert into message values ('msg_zzzzzzzzzzzzzzzzzzzzzzzzzz', ?, 1778666499000, 1778666499000, ?)",
-             (build.MAIN, json.dumps({"role": "user", "time": {"created": 1778666499000}}))),
-            ("delete from part where id = 'prt_zz1'", ()),
+             (build.MAIN, json.dumps({"role": "user", "time": {"created": 1778666499000}})), 1),
+            ("delete from part where id = 'prt_zz1'", (), 2),
+            # the first message's part rewritten in place: its group and every one after it
+            ("update part set data = ? where id = (select min(id) from part where message_id = ?)",
+             (json.dumps({"type": "text", "text": "rewritten"}), first), n + 1),
         ]
-        for i, (statement, params) in enumerate(steps):
+        for i, (statement, params, messages_made) in enumerate(steps):
             con.execute(statement, params)
+            made.clear()
             run(db, opencode, data)
+            if group == 1 or messages_made in (0, n + 1):
+                assert sum(made) == messages_made, statement
             same_as_fresh(db, opencode, data, tmp_path / f"fresh{i}")
     finally:
         con.close()
