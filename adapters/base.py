@@ -14,8 +14,10 @@ An adapter is a module with these names:
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
+import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -122,6 +124,7 @@ class Group(NamedTuple):
     lines: Callable[[], Iterator[bytes | Unchecked]]
 
 
+@functools.cache
 def code_key(*modules) -> bytes:
     """A hash of the source of `modules`, the code that makes a group's lines: part of every
     group's key, so that lines made by other code are made again, never taken as they were,
@@ -161,6 +164,26 @@ def feed_values(h, values) -> None:
     h.update(repr(tuple(small)).encode("utf-8", "surrogatepass"))
     for v in long:
         h.update(v)
+
+
+#: Rows a group holds when a table's rows are given as groups (row_groups): a database that
+#: gained rows at its end makes again only its last group or two.
+GROUP_ROWS = 256
+
+
+def row_groups(cur: sqlite3.Cursor, make: Callable[[list[str], list[tuple]], Iterator[bytes | Unchecked]],
+               code: bytes, context: tuple = ()) -> Iterator[Group]:
+    """The rows of `cur`, GROUP_ROWS at a time, as Groups keyed by `code` (code_key of the
+    modules that make their lines), `context` (what else their lines carry: the table's name,
+    a schema version), the columns and the rows; `make(columns, rows)` makes their lines."""
+    cols = [d[0] for d in cur.description]
+    while rows := cur.fetchmany(GROUP_ROWS):
+        h = hashlib.blake2b(code, digest_size=16)
+        feed_values(h, context)
+        feed_values(h, cols)
+        for values in rows:
+            feed_values(h, values)
+        yield Group(h.digest(), functools.partial(make, cols, rows))
 
 
 def made_lines(items: Iterable[bytes | Unchecked | Group]) -> Iterator[bytes | Unchecked]:

@@ -56,10 +56,12 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from convarch.adapters.base import Extract, RootError, SourceFile, malformed_row
+from convarch.adapters import base
+from convarch.adapters.base import Extract, RootError, SourceFile, code_key, malformed_row, row_groups
 
 NAME = "crush"
 TITLE = "Crush"
@@ -186,15 +188,9 @@ def to_lines(copy: Path, file: SourceFile) -> Iterator[bytes]:
         # messages in the order they were written, then the sessions, whose rows change with
         # every message (counts, cost, update time): a database that gained messages is read
         # again with its earlier lines first, so only the tail loads (etl/containers.py)
-        for row in _rows(con, "messages", "created_at, rowid"):
-            parts = row.get("parts")
-            if isinstance(parts, str):
-                try:
-                    row["parts"] = json.loads(parts) if parts.strip() else []
-                except (ValueError, RecursionError):
-                    yield malformed_row(f"crush messages row {row.get('id')}", "column parts is not valid JSON", parts)
-                    continue
-            yield _dump(row)
+        # (as groups, adapters/base.py row_groups: only the groups whose rows changed are made)
+        yield from row_groups(_query(con, "messages", "created_at, rowid"), _message_lines,
+                              code_key(sys.modules[__name__], base), ("messages",))
         for row in _rows(con, "sessions", "created_at, id"):
             row.update(extra)
             if isinstance(row.get("todos"), str):
@@ -207,11 +203,28 @@ def to_lines(copy: Path, file: SourceFile) -> Iterator[bytes]:
         con.close()
 
 
-def _rows(con: sqlite3.Connection, table: str, order: str) -> Iterator[dict]:
+def _message_lines(cols: list[str], rows: list[tuple]) -> Iterator[bytes]:
+    for values in rows:
+        row = {"table": "messages", **dict(zip(cols, (_plain(v) for v in values)))}
+        parts = row.get("parts")
+        if isinstance(parts, str):
+            try:
+                row["parts"] = json.loads(parts) if parts.strip() else []
+            except (ValueError, RecursionError):
+                yield malformed_row(f"crush messages row {row.get('id')}", "column parts is not valid JSON", parts)
+                continue
+        yield _dump(row)
+
+
+def _query(con: sqlite3.Connection, table: str, order: str) -> sqlite3.Cursor:
     try:
-        cur = con.execute(f"select * from {table} order by {order}")
+        return con.execute(f"select * from {table} order by {order}")
     except sqlite3.OperationalError:       # a schema without the usual columns: file order
-        cur = con.execute(f"select * from {table} order by rowid")
+        return con.execute(f"select * from {table} order by rowid")
+
+
+def _rows(con: sqlite3.Connection, table: str, order: str) -> Iterator[dict]:
+    cur = _query(con, table, order)
     cols = [d[0] for d in cur.description]
     for values in cur:
         yield {"table": table, **dict(zip(cols, (_plain(v) for v in values)))}

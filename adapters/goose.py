@@ -39,10 +39,13 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import sys
 from collections.abc import Iterator, Mapping
+from functools import partial
 from pathlib import Path
 
-from convarch.adapters.base import Extract, RootError, SourceFile, malformed_row
+from convarch.adapters import base
+from convarch.adapters.base import Extract, Group, RootError, SourceFile, code_key, malformed_row, row_groups
 
 NAME = "goose"
 TITLE = "goose"
@@ -164,14 +167,20 @@ def to_lines(copy: Path, file: SourceFile) -> Iterator[bytes]:
         con.close()
 
 
-def _rows(con: sqlite3.Connection, table: str, extra: dict) -> Iterator[bytes]:
+def _rows(con: sqlite3.Connection, table: str, extra: dict) -> Iterator[Group]:
+    """A table's rows as groups (adapters/base.py row_groups): a database read again makes
+    again only the rows of the groups that changed."""
     try:
         cur = con.execute(f"select * from {table} order by {ORDER[table]}")
     except sqlite3.OperationalError:       # a schema without the usual columns: file order
         cur = con.execute(f"select * from {table} order by rowid")
-    cols = [d[0] for d in cur.description]
+    yield from row_groups(cur, partial(_row_lines, table, extra), code_key(sys.modules[__name__], base),
+                          (table, tuple(extra.items())))
+
+
+def _row_lines(table: str, extra: dict, cols: list[str], rows: list[tuple]) -> Iterator[bytes]:
     json_cols = JSON_COLUMNS[table]
-    for values in cur:
+    for values in rows:
         row = {"table": table, **dict(zip(cols, (_plain(v) for v in values))), **extra}
         bad = _decode(row, json_cols)
         if bad:

@@ -305,19 +305,11 @@ def _message_lines(cols: list[str], rows: list[tuple], ids: list, parts: tuple[l
             yield _malformed("part", part, "data")
 
 
-#: The code that makes the messages' lines (this module and adapters/base.py), hashed
-#: (base.code_key), once it is needed.
-_MAKER: bytes | None = None
-
-
 def _messages_key(cols: list[str], rows: list[tuple], ids: list, parts: tuple[list, dict]) -> bytes:
     """The hash of everything a group of messages' lines are made of: the code, the message
     rows and each message's part rows, in order, with their columns' names."""
-    global _MAKER
-    if _MAKER is None:
-        _MAKER = code_key(sys.modules[__name__], base)
     part_cols, by_message = parts
-    h = hashlib.blake2b(_MAKER, digest_size=16)
+    h = hashlib.blake2b(code_key(sys.modules[__name__], base), digest_size=16)
     feed_values(h, cols)
     feed_values(h, part_cols)
     for values, mid in zip(rows, ids):

@@ -491,3 +491,46 @@ def test_a_container_read_the_first_time_is_cut_as_its_lines_are_made(name, tmp_
         assert sum(b.lines for b in got) == sum(b.lines for b in want)
         assert (s.lines, s.lines_hash, s.line_hashes, s.size) == (whole.lines, whole.lines_hash, whole.line_hashes, whole.size)
         assert not (tmp_path / f"{i}.stream").exists()          # the private copy is gone
+
+
+@pytest.mark.parametrize("name, db_path", [("goose", "sessions/sessions.db"), ("hermes", "state.db"),
+                                           ("crush", ".crush/crush.db")])
+def test_a_database_given_as_row_groups_makes_again_only_the_groups_that_changed(tmp_path, monkeypatch, name,
+                                                                                db_path):
+    """goose, Hermes and Crush give their messages GROUP_ROWS at a time as groups keyed by
+    their rows (adapters/base.py row_groups): a message more makes only the last group again,
+    and the warehouse reads as a fresh load."""
+    import sqlite3
+
+    from convarch.adapters import base
+    from convarch.etl.containers import LinesDigest
+
+    adapter = adapters.get(name)
+    root = tmp_path / name
+    shutil.copytree(REPO / "fixtures" / name / "contract", root)
+    monkeypatch.setattr(base, "GROUP_ROWS", 2)
+    taken: list[bool] = []
+    real = LinesDigest.take_group
+    monkeypatch.setattr(LinesDigest, "take_group", lambda self, key: taken.append(real(self, key)) or taken[-1])
+    db = tmp_path / "w" / "convarch.duckdb"
+    run(db, adapter, root)
+    con = sqlite3.connect(root / db_path)
+    n = con.execute("select count(*) from messages").fetchone()[0]
+    # a message more, as the agent writes it: the last one again, with a new id, written last
+    cur = con.execute("select * from messages order by rowid desc limit 1")
+    cols = [d[0] for d in cur.description]
+    row = dict(zip(cols, cur.fetchone()))
+    for col, value in row.items():
+        if col in ("id", "message_id"):
+            row[col] = None if isinstance(value, int) else f"{value}-more"
+        elif isinstance(value, (int, float)) and ("created" in col or col == "timestamp"):
+            row[col] = con.execute(f"select max({col}) from messages").fetchone()[0] + 1
+    con.execute(f"insert into messages ({', '.join(cols)}) values ({', '.join('?' * len(cols))})", list(row.values()))
+    con.commit()
+    con.close()
+    taken.clear()
+    s = run(db, adapter, root)
+    groups = -(-(n + 1) // 2)
+    assert taken[:groups] == [True] * (groups - 1) + [False]
+    assert s.records_added >= 1
+    same_as_fresh(db, adapter, root, tmp_path / "fresh")
