@@ -56,7 +56,8 @@ from functools import partial
 from pathlib import Path
 
 from convarch.adapters import base
-from convarch.adapters.base import Extract, Group, RootError, SourceFile, code_key, feed_values, malformed_row
+from convarch.adapters.base import (Extract, Group, RootError, SourceFile, code_key, feed_values, malformed_row,
+                                    row_groups)
 
 NAME = "opencode"
 TITLE = "OpenCode"
@@ -336,10 +337,15 @@ def _parts_of(con: sqlite3.Connection, message_ids: list) -> tuple[list[str], di
     return cols, out
 
 
-def _plain_rows(con, table: str, order: str, select: str | None = None) -> Iterator[bytes]:
+def _plain_rows(con, table: str, order: str, select: str | None = None) -> Iterator[Group]:
+    """A table's rows as groups (adapters/base.py row_groups): session_message, the 2026 event
+    table, may come to hold what message and part hold now."""
     cur = _query(con, select or f"select * from {table}", order)
-    cols = [d[0] for d in cur.description]
-    for values in cur:
+    yield from row_groups(cur, partial(_plain_lines, table), code_key(sys.modules[__name__], base), (table,))
+
+
+def _plain_lines(table: str, cols: list[str], rows: list[tuple]) -> Iterator[bytes]:
+    for values in rows:
         row = {"table": table, **dict(zip(cols, values))}
         bad = _decode(row, JSON_COLUMNS.get(table, ()))
         yield _malformed(table, row, bad) if bad else _dump(row)
