@@ -58,10 +58,13 @@ import json
 import os
 import re
 import sqlite3
+import sys
 from collections.abc import Iterator, Mapping
+from functools import partial
 from pathlib import Path
 
-from convarch.adapters.base import Extract, RootError, SourceFile, malformed_row
+from convarch.adapters import base
+from convarch.adapters.base import Extract, RootError, SourceFile, code_key, malformed_row, row_groups
 
 NAME = "openclaw"
 TITLE = "OpenClaw"
@@ -231,28 +234,39 @@ def to_lines(copy: Path, file: SourceFile) -> Iterator[bytes]:
             yield _dump({"table": "session_windows", "agent_id": agent, **win, **facts,
                          "node_cwd": entry.get("cwd"), "node_label": node.get("label"),
                          "parent_session_id": parent})
-        for ev in _select(con, "transcript_events", "session_id, seq", lazy=True):
-            raw = ev.pop("event_json", None)
-            try:
-                event = json.loads(raw) if isinstance(raw, str) else raw
-            except (ValueError, RecursionError):
-                yield malformed_row(f"openclaw transcript_events row {ev.get('session_id')}#{ev.get('seq')}",
-                                    "column event_json is not valid JSON", raw)
-                continue
-            yield _dump({"table": "transcript_events", "agent_id": agent, **ev, "event": event})
+        # the events, most of the lines, as groups (adapters/base.py row_groups): a database
+        # read again makes again only the events of the groups that changed
+        yield from row_groups(_query(con, "transcript_events", "session_id, seq"), partial(_event_lines, agent),
+                              code_key(sys.modules[__name__], base), ("transcript_events", agent))
     finally:
         con.close()
 
 
-def _select(con: sqlite3.Connection, table: str, order: str, *, lazy: bool = False):
-    """Every row of `table` as a dict, in `order` when the table has those columns."""
+def _event_lines(agent, cols: list[str], rows: list[tuple]) -> Iterator[bytes]:
+    for values in rows:
+        ev = dict(zip(cols, (_plain(v) for v in values)))
+        raw = ev.pop("event_json", None)
+        try:
+            event = json.loads(raw) if isinstance(raw, str) else raw
+        except (ValueError, RecursionError):
+            yield malformed_row(f"openclaw transcript_events row {ev.get('session_id')}#{ev.get('seq')}",
+                                "column event_json is not valid JSON", raw)
+            continue
+        yield _dump({"table": "transcript_events", "agent_id": agent, **ev, "event": event})
+
+
+def _query(con: sqlite3.Connection, table: str, order: str) -> sqlite3.Cursor:
     try:
-        cur = con.execute(f"select * from {table} order by {order}")
+        return con.execute(f"select * from {table} order by {order}")
     except sqlite3.OperationalError:             # a schema without the usual columns: file order
-        cur = con.execute(f"select * from {table}")
+        return con.execute(f"select * from {table}")
+
+
+def _select(con: sqlite3.Connection, table: str, order: str) -> list[dict]:
+    """Every row of `table` as a dict, in `order` when the table has those columns."""
+    cur = _query(con, table, order)
     cols = [d[0] for d in cur.description]
-    rows = (dict(zip(cols, (_plain(v) for v in values))) for values in cur)
-    return rows if lazy else list(rows)
+    return [dict(zip(cols, (_plain(v) for v in values))) for values in cur]
 
 
 def _text(data: bytes) -> str:

@@ -493,13 +493,15 @@ def test_a_container_read_the_first_time_is_cut_as_its_lines_are_made(name, tmp_
         assert not (tmp_path / f"{i}.stream").exists()          # the private copy is gone
 
 
-@pytest.mark.parametrize("name, db_path", [("goose", "sessions/sessions.db"), ("hermes", "state.db"),
-                                           ("crush", ".crush/crush.db")])
+@pytest.mark.parametrize("name, db_path, table, order", [
+    ("goose", "sessions/sessions.db", "messages", "rowid"), ("hermes", "state.db", "messages", "rowid"),
+    ("crush", ".crush/crush.db", "messages", "rowid"),
+    ("openclaw", "agents/main/agent/openclaw-agent.sqlite", "transcript_events", "session_id, seq")])
 def test_a_database_given_as_row_groups_makes_again_only_the_groups_that_changed(tmp_path, monkeypatch, name,
-                                                                                db_path):
-    """goose, Hermes and Crush give their messages GROUP_ROWS at a time as groups keyed by
-    their rows (adapters/base.py row_groups): a message more makes only the last group again,
-    and the warehouse reads as a fresh load."""
+                                                                                db_path, table, order):
+    """goose, Hermes, Crush and OpenClaw give their messages (events) GROUP_ROWS at a time as
+    groups keyed by their rows (adapters/base.py row_groups): a message more makes only the
+    last group again, and the warehouse reads as a fresh load."""
     import sqlite3
 
     from convarch.adapters import base
@@ -515,17 +517,20 @@ def test_a_database_given_as_row_groups_makes_again_only_the_groups_that_changed
     db = tmp_path / "w" / "convarch.duckdb"
     run(db, adapter, root)
     con = sqlite3.connect(root / db_path)
-    n = con.execute("select count(*) from messages").fetchone()[0]
+    n = con.execute(f"select count(*) from {table}").fetchone()[0]
     # a message more, as the agent writes it: the last one again, with a new id, written last
-    cur = con.execute("select * from messages order by rowid desc limit 1")
+    desc = ", ".join(f"{c} desc" for c in order.split(", "))
+    cur = con.execute(f"select * from {table} order by {desc} limit 1")
     cols = [d[0] for d in cur.description]
     row = dict(zip(cols, cur.fetchone()))
     for col, value in row.items():
         if col in ("id", "message_id"):
             row[col] = None if isinstance(value, int) else f"{value}-more"
+        elif col == "seq":
+            row[col] = value + 1
         elif isinstance(value, (int, float)) and ("created" in col or col == "timestamp"):
-            row[col] = con.execute(f"select max({col}) from messages").fetchone()[0] + 1
-    con.execute(f"insert into messages ({', '.join(cols)}) values ({', '.join('?' * len(cols))})", list(row.values()))
+            row[col] = con.execute(f"select max({col}) from {table}").fetchone()[0] + 1
+    con.execute(f"insert into {table} ({', '.join(cols)}) values ({', '.join('?' * len(cols))})", list(row.values()))
     con.commit()
     con.close()
     taken.clear()
