@@ -87,20 +87,22 @@ def _composer_lines(con: sqlite3.Connection, unchecked: bool) -> Iterator[bytes 
 def _bubble_owners(con: sqlite3.Connection) -> Iterator[str]:
     """The composer ids bubble keys name, in key order: a seek per composer past its bubbles,
     not a walk over every bubble key (850,000 keys took 1.7 s)."""
-    lo, hi = _key_range("bubbleId:")
-    at = lo
+    # keys are sought as their bytes (cast to text, so they compare as the keys do): a key that
+    # is not UTF-8 decodes to other bytes, and seeking past those could find it again forever
+    at, hi = b"bubbleId:", b"bubbleId;"
     while True:
-        row = con.execute("select key from cursorDiskKV where key >= ? and key < ? order by key limit 1", (at, hi)).fetchone()
+        row = con.execute("select cast(key as blob) from cursorDiskKV where key >= cast(? as text) "
+                          "and key < cast(? as text) order by key limit 1", (at, hi)).fetchone()
         if row is None:
             return
-        key = _s(row[0])
-        parts = key.split(":", 2)
+        key = bytes(row[0])
+        parts = key.split(b":", 2)
         if len(parts) < 3:           # a key with no bubble id: the next key after it
             yield ""
-            at = key + "\x00"
+            at = key + b"\x00"
             continue
-        yield parts[1]
-        at = _key_range(f"bubbleId:{parts[1]}:")[1]
+        yield _s(parts[1])
+        at = b"bubbleId:" + parts[1] + b";"
 
 
 def _chat_lines(con: sqlite3.Connection, cid: str, key: str, raw: bytes | str,
