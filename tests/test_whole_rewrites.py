@@ -355,7 +355,13 @@ def test_a_live_task_rewritten_at_its_tail_again_and_again_reads_like_a_fresh_lo
     assert len(epochs) >= 2, "the lines kept from an earlier load should still be live"
 
 
-def test_a_database_whose_earlier_rows_change_keeps_the_rows_before_them(tmp_path):
+@pytest.mark.parametrize("group", [1, 3, 256])
+def test_a_database_whose_earlier_rows_change_keeps_the_rows_before_them(tmp_path, monkeypatch, group):
+    """Rows edited, added and deleted before the end, whatever the size of the groups of rows
+    (adapters/base.py row_groups): the warehouse reads as a fresh load."""
+    from convarch.adapters import base
+
+    monkeypatch.setattr(base, "GROUP_ROWS", group)
     sessions = tmp_path / "goose" / "sessions"
     con = goose_build.write_db(sessions / "sessions.db", wal=True, keep_open=True)
     try:
@@ -367,11 +373,15 @@ def test_a_database_whose_earlier_rows_change_keeps_the_rows_before_them(tmp_pat
             "insert into messages (message_id, session_id, role, content_json, created_timestamp) values "
             "('msg_zzz', '20260505_1', 'user', '[{\"type\":\"text\",\"text\":\"late\"}]', 1777970000)",
             "delete from messages where message_id = 'msg_zzz'",
+            # a message in the middle edited, one deleted there
+            "update messages set content_json = '[{\"type\":\"text\",\"text\":\"mid\"}]' "
+            "where id = (select id from messages order by id limit 1 offset 5)",
+            "delete from messages where id = (select id from messages order by id limit 1 offset 8)",
         ]):
             con.execute(change)
             run(db, goose, tmp_path / "goose")
-            # the late message's line is gone: the lines after it stay where they were loaded
-            same_as_fresh(db, goose, tmp_path / "goose", tmp_path / f"fresh{i}", numbered=i != 2)
+            # a line gone: the lines after it stay where they were loaded
+            same_as_fresh(db, goose, tmp_path / "goose", tmp_path / f"fresh{i}", numbered=i not in (2, 4))
     finally:
         con.close()
 
