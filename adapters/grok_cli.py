@@ -32,10 +32,12 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from convarch.adapters.base import Extract, RootError, SourceFile, malformed_row
+from convarch.adapters import base
+from convarch.adapters.base import Extract, RootError, SourceFile, code_key, malformed_row, row_groups
 
 NAME = "grok_cli"
 TITLE = "grok-cli (superagent)"
@@ -90,34 +92,48 @@ def to_lines(copy: Path, file: SourceFile) -> Iterator[bytes]:
         workspaces = {}
         if "workspaces" in tables:
             workspaces = {r["id"]: dict(r) for r in _rows(con, "select * from workspaces", "id")}
+        # messages, tool calls, usage and compactions in the order they were written, the
+        # sessions (whose rows change with every message: update time, cwd, recap) last: a
+        # database that gained a message is read again with its earlier lines first, so only
+        # its tail loads (etl/containers.py); the messages come as row groups (adapters/base.py),
+        # so those that did not change are not made again
+        yield from row_groups(_query(con, "select * from messages", "created_at, session_id, seq"), _message_lines,
+                              code_key(sys.modules[__name__], base), ("messages",))
+        if "tool_calls" in tables:
+            results: dict[int, list[dict]] = {}
+            if "tool_results" in tables:
+                for r in _rows(con, "select * from tool_results", "id"):
+                    results.setdefault(r["tool_call_row_id"], []).append(dict(r))
+            for r in _rows(con, "select * from tool_calls", "started_at, id"):
+                yield _tool_call(dict(r), results.get(r["id"], []))
+        for table, order in (("usage_events", "id"), ("compactions", "id")):
+            if table in tables:
+                for r in _rows(con, f"select * from {table}", order):
+                    yield _dump({"table": table, **dict(r)})
         for r in _rows(con, "select * from sessions", "created_at, id"):
             row = {"table": "sessions", **dict(r), "schema_version": version}
             ws = workspaces.get(row.get("workspace_id"))
             if ws:
                 row["workspace"] = {k: ws.get(k) for k in ("canonical_path", "git_root", "display_name", "scope_key")}
             yield _dump(row)
-        for r in _rows(con, "select * from messages", "session_id, seq"):
-            yield _decoded("messages", dict(r), {"message_json": "message"}, f"{r['session_id']}#{r['seq']}")
-        if "tool_calls" in tables:
-            results: dict[int, list[dict]] = {}
-            if "tool_results" in tables:
-                for r in _rows(con, "select * from tool_results", "id"):
-                    results.setdefault(r["tool_call_row_id"], []).append(dict(r))
-            for r in _rows(con, "select * from tool_calls", "session_id, message_seq, id"):
-                yield _tool_call(dict(r), results.get(r["id"], []))
-        for table, order in (("usage_events", "id"), ("compactions", "id")):
-            if table in tables:
-                for r in _rows(con, f"select * from {table}", order):
-                    yield _dump({"table": table, **dict(r)})
     finally:
         con.close()
 
 
-def _rows(con: sqlite3.Connection, select: str, order: str):
+def _message_lines(cols: list[str], rows: list[sqlite3.Row]) -> Iterator[bytes]:
+    for r in rows:
+        yield _decoded("messages", dict(r), {"message_json": "message"}, f"{r['session_id']}#{r['seq']}")
+
+
+def _query(con: sqlite3.Connection, select: str, order: str) -> sqlite3.Cursor:
     try:
-        return con.execute(f"{select} order by {order}").fetchall()
+        return con.execute(f"{select} order by {order}")
     except sqlite3.OperationalError:        # a schema without the usual columns: file order
-        return con.execute(f"{select} order by rowid").fetchall()
+        return con.execute(f"{select} order by rowid")
+
+
+def _rows(con: sqlite3.Connection, select: str, order: str) -> list[sqlite3.Row]:
+    return _query(con, select, order).fetchall()
 
 
 def _dump(row: dict) -> bytes:

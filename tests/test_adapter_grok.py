@@ -277,8 +277,10 @@ def evolving(tmp_path_factory):
         with open(updates, "a") as fh:
             fh.write(json.dumps(bb.update(99, bb.chunk("agent_message_chunk", " Also the CLI help."), seconds=81,
                                           method="_x.ai/session/update", meta=False)) + "\n")
+        # as grok-cli writes a message: stamped now (after every row), its session's update time moved
         con.execute("insert into messages values (?, 10, 'user', ?, ?)",
-                    (cb.S1, json.dumps({"role": "user", "content": "And a jitter?"}), cb.at(120)))
+                    (cb.S1, json.dumps({"role": "user", "content": "And a jitter?"}), cb.at(400)))
+        con.execute("update sessions set updated_at = ? where id = ?", (cb.at(400), cb.S1))
         con.commit()
         second = ingest(Layout(db), targets)
     finally:
@@ -291,8 +293,10 @@ def test_live_stores_load_from_their_first_changed_line(evolving):
     assert untouched
     assert (first.files_scanned, first.quarantined) == (6, 0)
     # updates.jsonl from the last answer's first chunk (the run's text it carries grew) and the
-    # new chunk; grok.db from its first changed line
-    assert (second.files_changed, second.records_added) == (2, 2 + 9)
+    # new chunk; grok.db from its first changed line, the new message: it, then the 3 tool
+    # calls, 4 usage events, 1 compaction and 2 sessions written after the messages (with the
+    # sessions first, as before, the session's new update time loaded all 24 lines again)
+    assert (second.files_changed, second.records_added) == (2, 2 + 11)
     # the chunk continues the last answer: one message grows, none is added
     assert rows(db, "select text from messages where session_id = ? order by line_no desc limit 1", [bb.S1]) == [
         ("README updated. Also the CLI help.",)]

@@ -506,12 +506,13 @@ def test_a_container_read_the_first_time_is_cut_as_its_lines_are_made(name, tmp_
 @pytest.mark.parametrize("name, db_path, table, order", [
     ("goose", "sessions/sessions.db", "messages", "rowid"), ("hermes", "state.db", "messages", "rowid"),
     ("crush", ".crush/crush.db", "messages", "rowid"),
-    ("openclaw", "agents/main/agent/openclaw-agent.sqlite", "transcript_events", "session_id, seq")])
+    ("openclaw", "agents/main/agent/openclaw-agent.sqlite", "transcript_events", "session_id, seq"),
+    ("grok_cli", "grok.db", "messages", "created_at, session_id, seq")])
 def test_a_database_given_as_row_groups_makes_again_only_the_groups_that_changed(tmp_path, monkeypatch, name,
                                                                                 db_path, table, order):
-    """goose, Hermes, Crush and OpenClaw give their messages (events) GROUP_ROWS at a time as
-    groups keyed by their rows (adapters/base.py row_groups): a message more makes only the
-    last group again, and the warehouse reads as a fresh load."""
+    """goose, Hermes, Crush, OpenClaw and grok-cli give their messages (events) GROUP_ROWS at
+    a time as groups keyed by their rows (adapters/base.py row_groups): a message more makes
+    only the last group again, and the warehouse reads as a fresh load."""
     import sqlite3
 
     from convarch.adapters import base
