@@ -56,7 +56,8 @@ def test_generated_corpus_mixes_sources_and_loads_completely(tmp_path):
 
 
 def test_the_rewritten_stores_section_measures_what_it_says(tmp_path):
-    from rewrites import cline_messages, rewrites
+    from rewrites import rewrites
+    from stores import cline_messages
     from run import INGEST
 
     msgs = cline_messages(1)
