@@ -10,6 +10,7 @@ from functools import partial
 
 from json.encoder import encode_basestring as _json_text
 
+from convarch.adapters import _cursor_rows, base
 from convarch.adapters._cursor_rows import _as_text, _dump, _line, _malformed, _parse, _s, _splice
 from convarch.adapters.base import Group, SourceFile, Unchecked, code_key, feed_values
 
@@ -136,23 +137,14 @@ def _chat_lines(con: sqlite3.Connection, cid: str, key: str, raw: bytes | str,
     yield _line(env, _dump({k: v for k, v in composer.items() if k != "conversation"}) if inline else raw)
 
 
-#: The code that makes a chat's lines (this module, _cursor_rows, adapters/base.py), hashed
-#: (base.code_key), once it is needed.
-_MAKER: bytes | None = None
-
-
 def _chat_key(con: sqlite3.Connection, cid: str, key: str | None, raw: bytes | str | None) -> bytes:
     """The hash of everything a chat's lines are made of: the code that makes them, its
     composer row (none for bubbles whose composer is gone) and every row of its bubbles, in
     key order, each with its length. A bubble rewritten in place, its composer row unchanged,
     changes it too. Read in one range scan, this is a third of what making the lines costs
-    (1.3 GB of bubbles: 2.4 s, against 7)."""
-    global _MAKER
-    if _MAKER is None:
-        from convarch.adapters import _cursor_rows, base
-
-        _MAKER = code_key(sys.modules[__name__], _cursor_rows, base)
-    h = hashlib.blake2b(_MAKER, digest_size=16)
+    (1.3 GB of bubbles: 2.4 s, against 7). The code is this module, _cursor_rows and
+    adapters/base.py (base.code_key)."""
+    h = hashlib.blake2b(code_key(sys.modules[__name__], _cursor_rows, base), digest_size=16)
     feed_values(h, (key, raw))
     lo, hi = _key_range(f"bubbleId:{cid}:")
     for k, v in con.execute("select key, value from cursorDiskKV where key >= ? and key < ? order by key", (lo, hi)):

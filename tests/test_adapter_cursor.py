@@ -844,7 +844,7 @@ def test_chats_made_by_other_code_are_made_again_and_kept_where_their_lines_are_
     db = tmp_path / "w.duckdb"
     run(db, tmp_path / "User")
     made.clear()
-    monkeypatch.setattr(_cursor_vscdb, "_MAKER", b"other code".ljust(16, b"."))
+    monkeypatch.setattr(_cursor_vscdb, "code_key", lambda *modules: b"other code".ljust(16, b"."))
     make_vscdb(path, {"checkpointId:zzz": {"unread": True}})
     s = run(db, tmp_path / "User")
     assert made == ["a", "b"] and s.records_added == 0
