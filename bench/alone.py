@@ -1,6 +1,6 @@
 """Running one section of the bench on its own (`make bench-sources`, `make bench-rewrites`):
 the section's own option, a work folder removed afterwards, its results written as JSON beside
-the full bench's and its report printed."""
+the full bench's, its report printed and compared with the section's run before it."""
 from __future__ import annotations
 
 import argparse
@@ -10,21 +10,34 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+#: The full bench's name for each section's option, so the two runs' sizes compare.
+PARAMS = {"rewrites": "rewrite_mb", "sources": "source_files"}
 
 
 def run_alone(name: str, option: str, default: int, help_text: str, measure, report) -> None:
     """`measure(ingest_script, work, value)` gives the section's results; `report` prints them."""
     sys.path.insert(0, str(HERE))
-    from run import INGEST
+    from compare import compare, earlier_results, run_facts
+    from compare import report as compare_report
+    from run import INGEST, machine
 
     ap = argparse.ArgumentParser()
     ap.add_argument(f"--{option}", type=int, default=default, help=help_text)
     ap.add_argument("--out", type=Path, default=HERE / "out")
+    ap.add_argument("--compare", type=Path, metavar="EARLIER.json",
+                    help=f"results to compare this run with (default: the last run's, out/{name}-latest.json)")
+    ap.add_argument("--no-compare", action="store_true", help="do not compare with an earlier run")
     args = ap.parse_args()
+    baseline = earlier_results(args.out, f"{name}-latest", args.compare, args.no_compare)
+    facts = run_facts()
     work = args.out / f"work-{name}"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     res = measure(INGEST, work, getattr(args, option))
     shutil.rmtree(work, ignore_errors=True)
-    (args.out / f"{name}-latest.json").write_text(json.dumps(res, indent=2))
+    results = {"run": facts, "machine": machine(), "params": {PARAMS.get(name, option): getattr(args, option)},
+               name: res}
+    (args.out / f"{name}-latest.json").write_text(json.dumps(results, indent=2))
     print(report(res))
+    if baseline is not None:
+        print(compare_report(baseline[0], baseline[1], results, compare(baseline[1], results)))

@@ -6,10 +6,10 @@ own fastest raw parse, and against parsing every line and keeping it as zstd Par
 least an archive of raw lines does); a no-change re-ingest against the full ingest; each
 source's cost per file against Claude Code's (bench/sources.py); a rewritten store's pick-up
 against reading it again whole (bench/rewrites.py); and so on. Results are also written as
-JSON so a later run can be compared with this one.
+JSON, and each run ends by comparing its figures with the run before it (bench/compare.py).
 
 Usage: python bench/run.py [--mb 1000] [--chain-sessions 1000] [--chain-records 2000] [--source-files 500]
-       [--rewrite-mb 60] [--quick]
+       [--rewrite-mb 60] [--quick] [--compare EARLIER.json | --no-compare]
 """
 from __future__ import annotations
 
@@ -27,6 +27,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+from compare import compare, earlier_results, run_facts  # noqa: E402
+from compare import report as compare_report  # noqa: E402
 from generate import VERSION, generate, generate_chain_corpus  # noqa: E402
 from rewrites import report as rewrites_report  # noqa: E402
 from rewrites import rewrites  # noqa: E402
@@ -180,6 +182,13 @@ def stages_report(i: dict, limit_s: float, mb: float) -> str:
             " of the raw lines and blocks come on top")
 
 
+def machine() -> dict:
+    from convarch.etl.workers import default_workers
+
+    return {"platform": platform.platform(), "cpus": os.cpu_count(), "workers": default_workers(),
+            "python": platform.python_version()}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--mb", type=int, default=1000, help="size of the mixed corpus")
@@ -191,7 +200,11 @@ def main() -> None:
                     help="size of each store in the rewritten-stores section (0: skip it)")
     ap.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
     ap.add_argument("--out", type=Path, default=HERE / "out")
+    ap.add_argument("--compare", type=Path, metavar="EARLIER.json",
+                    help="results to compare this run with (default: the last run's, out/latest.json)")
+    ap.add_argument("--no-compare", action="store_true", help="do not compare with an earlier run")
     args = ap.parse_args()
+    baseline = earlier_results(args.out, "latest", args.compare, args.no_compare)
     if args.quick:
         args.mb, args.chain_sessions, args.chain_records, args.source_files, args.rewrite_mb = 50, 50, 500, 100, 5
     work = args.out / "work"
@@ -199,8 +212,8 @@ def main() -> None:
     work.mkdir(parents=True)
     from convarch.etl.workers import default_workers
 
-    results: dict = {"machine": {"platform": platform.platform(), "cpus": os.cpu_count(), "workers": default_workers(),
-                                 "python": platform.python_version()}, "params": vars(args) | {"out": str(args.out)}}
+    results: dict = {"run": run_facts(), "machine": machine(),
+                     "params": {k: v for k, v in vars(args).items() if k not in ("out", "compare", "no_compare")}}
 
     print(f"generating a ~{args.mb} MB corpus …", flush=True)
     corpus = cached(args.out / "cache" / f"mixed-{args.mb}mb", lambda d: generate(d, args.mb), work / "corpus")
@@ -350,6 +363,8 @@ results           {args.out / 'latest.json'}""")
         print(report(results["sources"]))
     if "rewrites" in results:
         print(rewrites_report(results["rewrites"]))
+    if baseline is not None:
+        print(compare_report(baseline[0], baseline[1], results, compare(baseline[1], results)))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,242 @@
+"""Two bench runs side by side: each figure then and now, and whether it moved beyond noise.
+
+A single run's ratios say how convarch stands against its limits; whether a change made it
+faster needs an earlier run. Timings on this project's virtual machine drift by up to a fifth
+between runs of the same code, so a move within `noise` (20% by default) is called noise, not
+progress; `--quick` runs moved by up to half between two runs of the same code in a row, so
+their timings are never judged. Figures of a section compare only between runs of the same
+sizes (fixed costs weigh more in a small corpus); ratios to a baseline measured in the same run
+compare across machines too, seconds and megabytes only on the same machine. A figure that
+does not compare is listed but not judged. Counts of records loaded on a pick-up are
+behaviour, not speed: any change to one is reported.
+
+`make bench` compares with the run before it by itself; by hand:
+    python bench/compare.py EARLIER.json [LATER.json] [--noise 0.2] [--json]
+(LATER defaults to bench/out/latest.json).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+NOISE = 0.20
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A figure of the results: `path` into the JSON ("*": every key there, in both runs),
+    whether `higher` or `lower` is better ("same" for counts, where any change counts), and
+    its kind: "ratio" (to a same-run baseline), "absolute" or "count"."""
+    path: tuple[str, ...]
+    label: str
+    better: str
+    kind: str
+
+
+FIGURES = (
+    Figure(("ingest", "ratio_to_parse_limit"), "ingest / parse limit", "higher", "ratio"),
+    Figure(("ingest", "ratio_to_archive_floor"), "ingest / floor of keeping raw lines", "higher", "ratio"),
+    Figure(("ingest", "ratio_to_duckdb_parse"), "ingest / DuckDB raw parse", "higher", "ratio"),
+    Figure(("ingest", "no_change_ratio_to_full"), "no-change rerun / full ingest", "lower", "ratio"),
+    Figure(("ingest", "mb_per_s"), "ingest MB/s", "higher", "absolute"),
+    Figure(("ingest", "mb_per_s_with_index"), "ingest MB/s with index and chains", "higher", "absolute"),
+    Figure(("ingest", "index_seconds"), "search index s", "lower", "absolute"),
+    Figure(("ingest", "peak_rss_mb"), "peak RSS MB", "lower", "absolute"),
+    Figure(("ingest", "append_10_lines_x5_seconds"), "append 10 lines x 5 s", "lower", "absolute"),
+    Figure(("ingest", "records"), "records loaded", "same", "count"),
+    Figure(("search", "p50_ms"), "search p50 ms", "lower", "absolute"),
+    Figure(("search", "p95_ms"), "search p95 ms", "lower", "absolute"),
+    Figure(("search", "index_ratio_to_corpus"), "index / corpus bytes", "lower", "ratio"),
+    Figure(("search", "lake_ratio_to_corpus"), "lake / corpus bytes", "lower", "ratio"),
+    Figure(("chains", "ratio_to_parse_load"), "chains / parsing and loading them", "lower", "ratio"),
+    Figure(("chains", "build_seconds"), "chains build s", "lower", "absolute"),
+    Figure(("handoff", "render_seconds"), "handoff render s", "lower", "absolute"),
+    Figure(("sources", "together", "no_change_ratio_to_full"), "every source: no-change / full", "lower", "ratio"),
+    Figure(("sources", "together", "seconds"), "every source together s", "lower", "absolute"),
+    Figure(("sources", "per_source", "*", "per_file_ratio_to_claude_code"), "per file / Claude Code: {}", "lower", "ratio"),
+    Figure(("rewrites", "*", "ratio_to_whole"), "pick-up / read whole: {}", "lower", "ratio"),
+    Figure(("rewrites", "*", "tail_ratio_to_whole"), "pick-up / read whole: {}, tail rewritten", "lower", "ratio"),
+    Figure(("rewrites", "*", "taken_up_ratio_to_whole"), "pick-up / read whole: {}, taken up", "lower", "ratio"),
+    Figure(("rewrites", "*", "records"), "records a pick-up loads: {}", "same", "count"),
+    Figure(("rewrites", "*", "taken_up_records"), "records a pick-up loads: {}, taken up", "same", "count"),
+)
+#: The parameters that size each section: absolute figures of a section compare only when the
+#: two runs used the same.
+SIZES = {"ingest": ("mb",), "search": ("mb",), "chains": ("chain_sessions", "chain_records"),
+         "handoff": (), "sources": ("source_files",), "rewrites": ("rewrite_mb",)}
+SECTIONS = tuple(SIZES)
+
+
+def run_facts() -> dict:
+    """When this run started and from which commit (None outside a git checkout), kept in
+    the results so a later comparison can say what it is compared with."""
+    try:
+        commit = subprocess.run(["git", "-C", str(HERE), "describe", "--always", "--dirty", "--abbrev=10"],
+                                capture_output=True, text=True, timeout=10).stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        commit = None
+    return {"started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "commit": commit}
+
+
+def load(path: Path) -> dict:
+    """A results file; a section written alone before sections carried their own name
+    (bench/alone.py) is recognised by its keys."""
+    data = json.loads(path.read_text())
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: not a bench results file")
+    if not any(k in data for k in (*SECTIONS, "machine")):
+        if "per_source" in data:
+            data = {"sources": data}
+        elif data and all(isinstance(v, dict) and "ratio_to_whole" in v for v in data.values()):
+            data = {"rewrites": data}
+        else:
+            raise ValueError(f"{path}: not a bench results file")
+    data.setdefault("run", {})
+    if not data["run"].get("started_at"):
+        m = re.search(r"(\d{8}T\d{6})", path.name)
+        stamp = time.strptime(m.group(1), "%Y%m%dT%H%M%S") if m else time.localtime(path.stat().st_mtime)
+        data["run"] = {**data["run"], "started_at": time.strftime("%Y-%m-%dT%H:%M:%S", stamp)}
+    return data
+
+
+def earlier_results(out: Path, name: str = "latest", choice: Path | None = None,
+                    off: bool = False) -> tuple[Path, dict] | None:
+    """What a run about to start is compared with: `choice` when given, else the last run's
+    results in `out` (read now, before this run writes over them); None when off, or when
+    there is no earlier run or its file cannot be read (said on stderr, the run goes on)."""
+    if off:
+        return None
+    path = choice or out / f"{name}.json"
+    if not path.exists():
+        if choice is not None:
+            sys.exit(f"--compare: {path} does not exist")
+        return None
+    try:
+        return path, load(path)
+    except (ValueError, OSError) as exc:
+        print(f"not comparing with {path}: {exc}", file=sys.stderr)
+        return None
+
+
+def _values(data: dict, path: tuple[str, ...], prefix: tuple[str, ...] = ()) -> dict[tuple[str, ...], float]:
+    """Numbers at `path` in `data`, keyed by the keys the wildcards took."""
+    if not path:
+        return {prefix: data} if isinstance(data, (int, float)) and not isinstance(data, bool) else {}
+    if not isinstance(data, dict):
+        return {}
+    head, rest = path[0], path[1:]
+    if head == "*":
+        found = {}
+        for key in sorted(data):
+            found.update(_values(data[key], rest, (*prefix, key)))
+        return found
+    return _values(data[head], rest, prefix) if head in data else {}
+
+
+def _caveat(earlier: dict, later: dict, section: str, kind: str) -> str | None:
+    """Why a figure of `section` of this kind cannot be judged between the two runs, if it
+    cannot: other sizes or another corpus for any figure, another machine for an absolute one."""
+    pa, pb = earlier.get("params"), later.get("params")
+    if pa is None or pb is None:
+        return "sizes unknown"
+    if any(pa.get(k) != pb.get(k) for k in SIZES[section]):
+        return "other sizes"
+    if kind != "count" and (pa.get("quick") or pb.get("quick")):
+        return "quick run"
+    ca, cb = earlier.get("corpus") or {}, later.get("corpus") or {}
+    if section in ("ingest", "search") and ca.get("version") != cb.get("version"):
+        return "other corpus"
+    if kind != "absolute":
+        return None
+    a, b = earlier.get("machine"), later.get("machine")
+    if not a or not b:
+        return "machine unknown"
+    if any(a.get(k) != b.get(k) for k in ("platform", "cpus", "workers", "python")):
+        return "other machine"
+    return None
+
+
+def compare(earlier: dict, later: dict, noise: float = NOISE) -> list[dict]:
+    """A row per figure found in both runs: label, earlier, now, relative change, verdict
+    ("better", "worse", "noise", "same", "changed" or "not judged: <why>")."""
+    rows = []
+    for fig in FIGURES:
+        then, now = _values(earlier, fig.path), _values(later, fig.path)
+        caveat = _caveat(earlier, later, fig.path[0], fig.kind)
+        for key in sorted(then.keys() & now.keys()):
+            a, b = then[key], now[key]
+            change = (b - a) / abs(a) if a else (0.0 if b == a else None)
+            if caveat:
+                verdict = f"not judged: {caveat}"
+            elif fig.kind == "count":
+                verdict = "same" if a == b else "changed"
+            elif change is None:
+                verdict = "changed"
+            elif abs(change) <= noise:
+                verdict = "noise"
+            else:
+                verdict = "better" if (change > 0) == (fig.better == "higher") else "worse"
+            rows.append({"figure": fig.label.format(*key), "path": ".".join(fig.path).replace("*", "{}").format(*key),
+                         "kind": fig.kind, "better": fig.better, "earlier": a, "now": b,
+                         "change": None if change is None else round(change, 4), "verdict": verdict})
+    return rows
+
+
+def _describe(data: dict) -> str:
+    run = data.get("run") or {}
+    at = f" at {run['commit']}" if run.get("commit") else ""
+    return f"{run.get('started_at', 'an unknown time')}{at}"
+
+
+def report(earlier_path: Path, earlier: dict, later: dict, rows: list[dict], noise: float = NOISE) -> str:
+    """The printed comparison: where each run came from, a line per figure, and a count of
+    verdicts."""
+    lines = [f"compared with     {earlier_path} ({_describe(earlier)}); this run {_describe(later)}"]
+    if not rows:
+        lines.append("  no figure is in both runs")
+        return "\n".join(lines)
+    width = max(len(r["figure"]) for r in rows)
+    lines.append(f"  {'figure':{width}s} {'earlier':>10s} {'now':>10s} {'change':>8s}  verdict (noise: within ±{noise:.0%})")
+    for r in rows:
+        change = "" if r["change"] is None else f"{r['change']:+.1%}"
+        lines.append(f"  {r['figure']:{width}s} {_num(r['earlier']):>10s} {_num(r['now']):>10s} {change:>8s}  {r['verdict']}")
+    counts: dict[str, int] = {}
+    for r in rows:
+        v = r["verdict"].split(":")[0]
+        counts[v] = counts.get(v, 0) + 1
+    order = ("better", "worse", "changed", "noise", "same", "not judged")
+    lines.append("  " + ", ".join(f"{counts[v]} {v}" for v in order if v in counts))
+    return "\n".join(lines)
+
+
+def _num(x: float) -> str:
+    return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.4g}"
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description="compare two bench results files")
+    ap.add_argument("earlier", type=Path)
+    ap.add_argument("later", type=Path, nargs="?", default=HERE / "out" / "latest.json")
+    ap.add_argument("--noise", type=float, default=NOISE, help="relative change taken as noise (default 0.2)")
+    ap.add_argument("--json", action="store_true", help="the rows as JSON")
+    args = ap.parse_args(argv)
+    try:
+        earlier, later = load(args.earlier), load(args.later)
+    except (ValueError, OSError) as exc:
+        sys.exit(f"error: {exc}")
+    rows = compare(earlier, later, args.noise)
+    if args.json:
+        print(json.dumps(rows, indent=2))
+    else:
+        print(report(args.earlier, earlier, later, rows, args.noise))
+
+
+if __name__ == "__main__":
+    main()
