@@ -60,7 +60,9 @@ FIGURES = (
     Figure(("handoff", "render_seconds"), "handoff render s", "lower", "absolute"),
     Figure(("sources", "together", "no_change_ratio_to_full"), "every source: no-change / full", "lower", "ratio"),
     Figure(("sources", "together", "seconds"), "every source together s", "lower", "absolute"),
-    Figure(("sources", "per_source", "*", "per_file_ratio_to_claude_code"), "per file / Claude Code: {}", "lower", "ratio"),
+    # each source's ms a file, not its ratio to Claude Code's: that baseline is itself a
+    # third of a second of loading, and its noise moved every source's ratio at once
+    Figure(("sources", "per_source", "*", "ms_per_file"), "ms per file: {}", "lower", "absolute"),
     Figure(("rewrites", "*", "ratio_to_whole"), "pick-up / read whole: {}", "lower", "ratio"),
     Figure(("rewrites", "*", "tail_ratio_to_whole"), "pick-up / read whole: {}, tail rewritten", "lower", "ratio"),
     Figure(("rewrites", "*", "taken_up_ratio_to_whole"), "pick-up / read whole: {}, taken up", "lower", "ratio"),
