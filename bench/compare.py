@@ -49,6 +49,7 @@ FIGURES = (
     Figure(("ingest", "mb_per_s_with_index"), "ingest MB/s with index and chains", "higher", "absolute"),
     Figure(("ingest", "index_seconds"), "search index s", "lower", "absolute"),
     Figure(("ingest", "peak_rss_mb"), "peak RSS MB", "lower", "absolute"),
+    Figure(("ingest", "peak_rss_mb_max_workers"), "peak RSS MB, most workers", "lower", "absolute"),
     Figure(("ingest", "append_10_lines_x5_seconds"), "append 10 lines x 5 s", "lower", "absolute"),
     Figure(("ingest", "records"), "records loaded", "same", "count"),
     Figure(("search", "p50_ms"), "search p50 ms", "lower", "absolute"),

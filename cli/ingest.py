@@ -22,7 +22,7 @@ from convarch.etl.ingest import ingest as run_ingest
 @click.option("--redact", is_flag=True,
               help="Store secrets redacted as [REDACTED:kind] (this warehouse keeps doing so from now on).")
 @click.option("--workers", type=click.IntRange(1, 64), default=None,
-              help="Threads loading files side by side (default: one per core, at most 8).")
+              help="Threads loading files side by side (default: one per core, at most 4; each adds ~130 MB at peak).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
 @click.pass_obj
 def ingest(obj, source: str | None, all_: bool, root: Path | None, wait: float, redact: bool, workers: int | None,

@@ -55,7 +55,7 @@ def ingest(
 
     With `redact`, secrets are replaced by `[REDACTED:kind]` before anything is stored, and
     the warehouse remembers it: later runs redact too. `workers` threads load files side by
-    side (default: one per core, at most 8). A store read whole whose path is in `defer` is
+    side (default: one per core, at most 4). A store read whole whose path is in `defer` is
     left as it was last read even if it changed (`watch` spaces out the reads of big ones); a
     later run reads it.
     """

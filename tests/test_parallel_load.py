@@ -66,6 +66,38 @@ def test_four_workers_load_exactly_what_one_worker_loads(tmp_path, monkeypatch):
         assert results[4][view] == results[1][view], view
 
 
+def test_a_machine_of_many_cores_loads_on_at_most_max_workers_threads(tmp_path, monkeypatch):
+    """Peak memory follows the batches held at once, one set per worker: the 1 GB bench
+    corpus peaked at 1,289 MB on 8 workers and 835 MB on 4, so a run on a big machine starts
+    no more than MAX_WORKERS unless told."""
+    from convarch.etl import workers as workers_mod
+
+    root = tmp_path / "home" / ".claude"
+    corpus(root / "projects", files=12, seed=7)
+    monkeypatch.setattr(extract_mod, "FLUSH_BYTES", 32 << 10)   # more units than workers
+    monkeypatch.setattr(workers_mod, "cores", lambda: 16)
+    assert workers_mod.default_workers() == workers_mod.MAX_WORKERS == 4
+    monkeypatch.setattr(workers_mod, "cores", lambda: 3)
+    assert workers_mod.default_workers() == 3
+    monkeypatch.setattr(workers_mod, "cores", lambda: 16)
+    threads: set[str] = set()
+    real_con = workers_mod.Workers._con
+
+    def counting_con(self):
+        if threading.current_thread().name.startswith("convarch-load"):   # not a stage of one item
+            threads.add(threading.current_thread().name)
+        return real_con(self)
+
+    monkeypatch.setattr(workers_mod.Workers, "_con", counting_con)
+    s = ingest(Layout(tmp_path / "w" / "convarch.duckdb"), [(claude_code, claude_code.resolve_root(root))])
+    assert s.files_changed == 12
+    assert 1 < len(threads) <= 4, threads
+    # told more, it starts more
+    threads.clear()
+    ingest(Layout(tmp_path / "w6" / "convarch.duckdb"), [(claude_code, claude_code.resolve_root(root))], workers=6)
+    assert len(threads) > 4, threads
+
+
 def failing_flush(monkeypatch, at: int):
     """Make the `at`-th batch flushed in the run fail as a full disk would; returns the real flush."""
     calls = {"n": 0}
