@@ -6,7 +6,8 @@ between runs of the same code, so a move within `noise` (20% by default) is call
 progress; `--quick` runs moved by up to half between two runs of the same code in a row, so
 their timings are never judged. Figures of a section compare only between runs of the same
 sizes (fixed costs weigh more in a small corpus); ratios to a baseline measured in the same run
-compare across machines too, seconds and megabytes only on the same machine. A figure that
+compare across machines too, seconds and megabytes only on the same machine, and seconds
+only after scaling by how fast the machine ran in each run (machine_speed). A figure that
 does not compare is listed but not judged. Counts of records loaded on a pick-up are
 behaviour, not speed: any change to one is reported.
 
@@ -33,7 +34,8 @@ NOISE = 0.20
 class Figure:
     """A figure of the results: `path` into the JSON ("*": every key there, in both runs),
     whether `higher` or `lower` is better ("same" for counts, where any change counts), and
-    its kind: "ratio" (to a same-run baseline), "absolute" or "count"."""
+    its kind: "ratio" (to a same-run baseline), "time" or "rate" (scaled by the machine's
+    speed in each run, see machine_speed), "size" or "count"."""
     path: tuple[str, ...]
     label: str
     better: str
@@ -45,25 +47,25 @@ FIGURES = (
     Figure(("ingest", "ratio_to_archive_floor"), "ingest / floor of keeping raw lines", "higher", "ratio"),
     Figure(("ingest", "ratio_to_duckdb_parse"), "ingest / DuckDB raw parse", "higher", "ratio"),
     Figure(("ingest", "no_change_ratio_to_full"), "no-change rerun / full ingest", "lower", "ratio"),
-    Figure(("ingest", "mb_per_s"), "ingest MB/s", "higher", "absolute"),
-    Figure(("ingest", "mb_per_s_with_index"), "ingest MB/s with index and chains", "higher", "absolute"),
-    Figure(("ingest", "index_seconds"), "search index s", "lower", "absolute"),
-    Figure(("ingest", "peak_rss_mb"), "peak RSS MB", "lower", "absolute"),
-    Figure(("ingest", "peak_rss_mb_max_workers"), "peak RSS MB, most workers", "lower", "absolute"),
-    Figure(("ingest", "append_10_lines_x5_seconds"), "append 10 lines x 5 s", "lower", "absolute"),
+    Figure(("ingest", "mb_per_s"), "ingest MB/s", "higher", "rate"),
+    Figure(("ingest", "mb_per_s_with_index"), "ingest MB/s with index and chains", "higher", "rate"),
+    Figure(("ingest", "index_seconds"), "search index s", "lower", "time"),
+    Figure(("ingest", "peak_rss_mb"), "peak RSS MB", "lower", "size"),
+    Figure(("ingest", "peak_rss_mb_max_workers"), "peak RSS MB, most workers", "lower", "size"),
+    Figure(("ingest", "append_10_lines_x5_seconds"), "append 10 lines x 5 s", "lower", "time"),
     Figure(("ingest", "records"), "records loaded", "same", "count"),
-    Figure(("search", "p50_ms"), "search p50 ms", "lower", "absolute"),
-    Figure(("search", "p95_ms"), "search p95 ms", "lower", "absolute"),
+    Figure(("search", "p50_ms"), "search p50 ms", "lower", "time"),
+    Figure(("search", "p95_ms"), "search p95 ms", "lower", "time"),
     Figure(("search", "index_ratio_to_corpus"), "index / corpus bytes", "lower", "ratio"),
     Figure(("search", "lake_ratio_to_corpus"), "lake / corpus bytes", "lower", "ratio"),
     Figure(("chains", "ratio_to_parse_load"), "chains / parsing and loading them", "lower", "ratio"),
-    Figure(("chains", "build_seconds"), "chains build s", "lower", "absolute"),
-    Figure(("handoff", "render_seconds"), "handoff render s", "lower", "absolute"),
+    Figure(("chains", "build_seconds"), "chains build s", "lower", "time"),
+    Figure(("handoff", "render_seconds"), "handoff render s", "lower", "time"),
     Figure(("sources", "together", "no_change_ratio_to_full"), "every source: no-change / full", "lower", "ratio"),
-    Figure(("sources", "together", "seconds"), "every source together s", "lower", "absolute"),
+    Figure(("sources", "together", "seconds"), "every source together s", "lower", "time"),
     # each source's ms a file, not its ratio to Claude Code's: that baseline is itself a
     # third of a second of loading, and its noise moved every source's ratio at once
-    Figure(("sources", "per_source", "*", "ms_per_file"), "ms per file: {}", "lower", "absolute"),
+    Figure(("sources", "per_source", "*", "ms_per_file"), "ms per file: {}", "lower", "time"),
     Figure(("rewrites", "*", "ratio_to_whole"), "pick-up / read whole: {}", "lower", "ratio"),
     Figure(("rewrites", "*", "tail_ratio_to_whole"), "pick-up / read whole: {}, tail rewritten", "lower", "ratio"),
     Figure(("rewrites", "*", "taken_up_ratio_to_whole"), "pick-up / read whole: {}, taken up", "lower", "ratio"),
@@ -143,9 +145,22 @@ def _values(data: dict, path: tuple[str, ...], prefix: tuple[str, ...] = ()) -> 
     return _values(data[head], rest, prefix) if head in data else {}
 
 
+def machine_speed(earlier: dict, later: dict) -> float | None:
+    """How fast the machine ran in the later run against the earlier: the ratio of their parse
+    limits (orjson parsing the same corpus on all cores, measured in each run). A virtual
+    machine's speed drifts through the day by a quarter and more, and every time and rate with
+    it; scaled by this, they compare. None when either run lacks it (a section run alone)."""
+    a = (earlier.get("ingest") or {}).get("parse_limit_mb_per_s")
+    b = (later.get("ingest") or {}).get("parse_limit_mb_per_s")
+    if not a or not b or (earlier.get("corpus") or {}).get("version") != (later.get("corpus") or {}).get("version"):
+        return None
+    return b / a
+
+
 def _caveat(earlier: dict, later: dict, section: str, kind: str) -> str | None:
     """Why a figure of `section` of this kind cannot be judged between the two runs, if it
-    cannot: other sizes or another corpus for any figure, another machine for an absolute one."""
+    cannot: other sizes or another corpus for any figure, another machine for a time, rate or
+    size."""
     pa, pb = earlier.get("params"), later.get("params")
     if pa is None or pb is None:
         return "sizes unknown"
@@ -156,7 +171,7 @@ def _caveat(earlier: dict, later: dict, section: str, kind: str) -> str | None:
     ca, cb = earlier.get("corpus") or {}, later.get("corpus") or {}
     if section in ("ingest", "search") and ca.get("version") != cb.get("version"):
         return "other corpus"
-    if kind != "absolute":
+    if kind in ("ratio", "count"):
         return None
     a, b = earlier.get("machine"), later.get("machine")
     if not a or not b:
@@ -170,12 +185,15 @@ def compare(earlier: dict, later: dict, noise: float = NOISE) -> list[dict]:
     """A row per figure found in both runs: label, earlier, now, relative change, verdict
     ("better", "worse", "noise", "same", "changed" or "not judged: <why>")."""
     rows = []
+    speed = machine_speed(earlier, later) or 1.0
     for fig in FIGURES:
         then, now = _values(earlier, fig.path), _values(later, fig.path)
         caveat = _caveat(earlier, later, fig.path[0], fig.kind)
         for key in sorted(then.keys() & now.keys()):
             a, b = then[key], now[key]
-            change = (b - a) / abs(a) if a else (0.0 if b == a else None)
+            # what the later figure would have been at the earlier run's speed
+            scaled = b * speed if fig.kind == "time" else b / speed if fig.kind == "rate" else b
+            change = (scaled - a) / abs(a) if a else (0.0 if scaled == a else None)
             if caveat:
                 verdict = f"not judged: {caveat}"
             elif fig.kind == "count":
@@ -202,6 +220,10 @@ def report(earlier_path: Path, earlier: dict, later: dict, rows: list[dict], noi
     """The printed comparison: where each run came from, a line per figure, and a count of
     verdicts."""
     lines = [f"compared with     {earlier_path} ({_describe(earlier)}); this run {_describe(later)}"]
+    speed = machine_speed(earlier, later)
+    if speed is not None:
+        lines.append(f"  machine speed   {speed:.2f} of the earlier run's (its parse limit, same corpus): times and rates"
+                     " are changed by that before they are compared")
     if not rows:
         lines.append("  no figure is in both runs")
         return "\n".join(lines)

@@ -100,6 +100,25 @@ def test_other_sizes_judge_nothing_and_another_machine_judges_only_ratios():
     assert v["rewrites.goose_same_lines.records"] == "changed"
 
 
+def test_times_and_rates_are_judged_at_the_speed_the_machine_ran_each_time():
+    """The same code on a machine running a quarter slower: its seconds and MB/s move by a
+    third, which is the machine, not the code; memory does not move with speed."""
+    earlier = results(ingest__parse_limit_mb_per_s=1000.0, search__p50_ms=300.0)
+    later = results(ingest__parse_limit_mb_per_s=750.0,          # the machine ran at 0.75
+                    ingest__mb_per_s=113.3 * 0.75, search__p50_ms=400.0,
+                    ingest__peak_rss_mb=700.0)
+    assert bench_compare.machine_speed(earlier, later) == pytest.approx(0.75)
+    rows = {r["path"]: r for r in bench_compare.compare(earlier, later)}
+    assert rows["ingest.mb_per_s"]["verdict"] == rows["search.p50_ms"]["verdict"] == "noise"
+    assert rows["search.p50_ms"]["change"] == pytest.approx(0.0)
+    assert rows["ingest.peak_rss_mb"]["verdict"] == "worse"
+    # twice as slow at the same machine speed is the code
+    slower = results(ingest__parse_limit_mb_per_s=1000.0, search__p50_ms=600.0)
+    assert verdicts(earlier, slower)["search.p50_ms"] == "worse"
+    # a run without the parse limit (a section alone) is compared as measured
+    assert bench_compare.machine_speed(results(), later) is None
+
+
 def test_a_section_written_alone_before_it_was_named_still_loads(tmp_path):
     bare = tmp_path / "rewrites-latest.json"
     bare.write_text(json.dumps(results()["rewrites"]))
