@@ -1,15 +1,16 @@
 """Two bench runs side by side: each figure then and now, and whether it moved beyond noise.
 
 A single run's ratios say how convarch stands against its limits; whether a change made it
-faster needs an earlier run. Timings on this project's virtual machine drift by up to a fifth
-between runs of the same code, so a move within `noise` (20% by default) is called noise, not
-progress; `--quick` runs moved by up to half between two runs of the same code in a row, so
-their timings are never judged. Figures of a section compare only between runs of the same
-sizes (fixed costs weigh more in a small corpus); ratios to a baseline measured in the same run
-compare across machines too, seconds and megabytes only on the same machine, and seconds
-only after scaling by how fast the machine ran in each run (machine_speed). A figure that
-does not compare is listed but not judged. Counts of records loaded on a pick-up are
-behaviour, not speed: any change to one is reported.
+faster needs an earlier run. This project's virtual machine runs at other speeds through a
+day (orjson parsed the bench corpus at 1,076 and 796 MB/s an hour apart), so times and rates
+are first scaled by how fast the machine ran in each run (machine_speed); what noise is left
+is up to a fifth between runs of the same code, so a move within `noise` (20% by default) is
+called noise, not progress. `--quick` runs moved by up to half between two runs of the same
+code in a row, and their timings are never judged. Figures of a section compare only between
+runs of the same sizes (fixed costs weigh more in a small corpus); ratios to a baseline
+measured in the same run compare across machines too, times, rates and sizes only on the same
+machine. A figure that does not compare is listed but not judged. Counts of records loaded on
+a pick-up are behaviour, not speed: any change to one is reported.
 
 `make bench` compares with the run before it by itself; by hand:
     python bench/compare.py EARLIER.json [LATER.json] [--noise 0.2] [--json]
