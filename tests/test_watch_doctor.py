@@ -25,6 +25,24 @@ def test_watch_runs_until_told_and_picks_up_changes(tmp_path, isolated_home):
     assert json.loads(r.output) == [{"n": 2}]
 
 
+def test_watch_loads_on_as_many_workers_as_told(tmp_path, isolated_home, monkeypatch):
+    from convarch.etl import ingest as ingest_mod
+
+    shutil.copytree(DEMO, isolated_home / ".claude")
+    started: list[int] = []
+    real = ingest_mod.Workers.__init__
+
+    def counting(self, n, *args, **kwargs):
+        started.append(n)
+        real(self, n, *args, **kwargs)
+
+    monkeypatch.setattr(ingest_mod.Workers, "__init__", counting)
+    db = str(tmp_path / "w.duckdb")
+    r = CliRunner().invoke(cli, ["--db", db, "watch", "--runs", "1", "--workers", "3", "--debounce", "0"])
+    assert r.exit_code == 0, r.output
+    assert started == [3] and "3 files changed" in r.output
+
+
 def test_doctor_reports_transcripts_due_for_deletion(tmp_path, isolated_home):
     claude = isolated_home / ".claude"
     shutil.copytree(DEMO, claude)
