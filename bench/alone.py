@@ -17,16 +17,13 @@ PARAMS = {"rewrites": "rewrite_mb", "sources": "source_files"}
 def run_alone(name: str, option: str, default: int, help_text: str, measure, report) -> None:
     """`measure(ingest_script, work, value)` gives the section's results; `report` prints them."""
     sys.path.insert(0, str(HERE))
-    from compare import compare, earlier_results, run_facts
-    from compare import report as compare_report
+    from compare import add_arguments, comparison, earlier_results, run_facts
     from run import INGEST, machine
 
     ap = argparse.ArgumentParser()
     ap.add_argument(f"--{option}", type=int, default=default, help=help_text)
     ap.add_argument("--out", type=Path, default=HERE / "out")
-    ap.add_argument("--compare", type=Path, metavar="EARLIER.json",
-                    help=f"results to compare this run with (default: the last run's, out/{name}-latest.json)")
-    ap.add_argument("--no-compare", action="store_true", help="do not compare with an earlier run")
+    add_arguments(ap, f"{name}-latest")
     args = ap.parse_args()
     baseline = earlier_results(args.out, f"{name}-latest", args.compare, args.no_compare)
     facts = run_facts()
@@ -39,5 +36,5 @@ def run_alone(name: str, option: str, default: int, help_text: str, measure, rep
                name: res}
     (args.out / f"{name}-latest.json").write_text(json.dumps(results, indent=2))
     print(report(res))
-    if baseline is not None:
-        print(compare_report(baseline[0], baseline[1], results, compare(baseline[1], results)))
+    if (compared := comparison(baseline, results)) is not None:
+        print(compared)

@@ -112,6 +112,20 @@ def load(path: Path) -> dict:
     return data
 
 
+def add_arguments(ap: argparse.ArgumentParser, name: str) -> None:
+    """The options of a bench run that choose what it is compared with (see earlier_results)."""
+    ap.add_argument("--compare", type=Path, metavar="EARLIER.json",
+                    help=f"results to compare this run with (default: the last run's, out/{name}.json)")
+    ap.add_argument("--no-compare", action="store_true", help="do not compare with an earlier run")
+
+
+def comparison(baseline: tuple[Path, dict] | None, results: dict) -> str | None:
+    """The printed comparison of a finished run's results with `baseline`, if there is one."""
+    if baseline is None:
+        return None
+    return report(baseline[0], baseline[1], results, compare(baseline[1], results))
+
+
 def earlier_results(out: Path, name: str = "latest", choice: Path | None = None,
                     off: bool = False) -> tuple[Path, dict] | None:
     """What a run about to start is compared with: `choice` when given, else the last run's

@@ -27,8 +27,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from compare import compare, earlier_results, run_facts  # noqa: E402
-from compare import report as compare_report  # noqa: E402
+from compare import add_arguments, comparison, earlier_results, run_facts  # noqa: E402
 from generate import VERSION, generate, generate_chain_corpus  # noqa: E402
 from rewrites import report as rewrites_report  # noqa: E402
 from rewrites import rewrites  # noqa: E402
@@ -207,9 +206,7 @@ def main() -> None:
                     help="size of each store in the rewritten-stores section (0: skip it)")
     ap.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
     ap.add_argument("--out", type=Path, default=HERE / "out")
-    ap.add_argument("--compare", type=Path, metavar="EARLIER.json",
-                    help="results to compare this run with (default: the last run's, out/latest.json)")
-    ap.add_argument("--no-compare", action="store_true", help="do not compare with an earlier run")
+    add_arguments(ap, "latest")
     args = ap.parse_args()
     baseline = earlier_results(args.out, "latest", args.compare, args.no_compare)
     if args.quick:
@@ -378,8 +375,8 @@ results           {args.out / 'latest.json'}""")
         print(report(results["sources"]))
     if "rewrites" in results:
         print(rewrites_report(results["rewrites"]))
-    if baseline is not None:
-        print(compare_report(baseline[0], baseline[1], results, compare(baseline[1], results)))
+    if (compared := comparison(baseline, results)) is not None:
+        print(compared)
 
 
 if __name__ == "__main__":

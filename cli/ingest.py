@@ -12,6 +12,11 @@ from convarch.cli.targets import adapter_named, default_targets, explicit_target
 from convarch.etl.errors import UsageError
 from convarch.etl.ingest import ingest as run_ingest
 
+#: `--workers`, shared by ingest and watch.
+workers_option = click.option(
+    "--workers", type=click.IntRange(1, 64), default=None,
+    help="Threads loading files side by side (default: one per core, at most 4; each adds ~130 MB at peak).")
+
 
 @click.command()
 @click.argument("source", required=False)
@@ -21,8 +26,7 @@ from convarch.etl.ingest import ingest as run_ingest
 @click.option("--wait", default=30.0, show_default=True, help="Seconds to wait for another ingest to finish.")
 @click.option("--redact", is_flag=True,
               help="Store secrets redacted as [REDACTED:kind] (this warehouse keeps doing so from now on).")
-@click.option("--workers", type=click.IntRange(1, 64), default=None,
-              help="Threads loading files side by side (default: one per core, at most 4; each adds ~130 MB at peak).")
+@workers_option
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
 @click.pass_obj
 def ingest(obj, source: str | None, all_: bool, root: Path | None, wait: float, redact: bool, workers: int | None,

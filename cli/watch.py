@@ -15,6 +15,7 @@ import click
 
 from convarch import adapters
 from convarch.cli.changes import StoreChanges
+from convarch.cli.ingest import workers_option
 from convarch.cli.targets import default_targets
 from convarch.etl.errors import Busy
 from convarch.etl.ingest import ingest as run_ingest
@@ -71,8 +72,7 @@ class ReadBudget:
               help="Most of the time to spend reading again any one store that is read whole "
                    "(a database, a JSON history) while it keeps changing.")
 @click.option("--runs", type=click.IntRange(min=1), help="Stop after this many runs (default: until Ctrl-C).")
-@click.option("--workers", type=click.IntRange(1, 64), default=None,
-              help="Threads loading files side by side (default: one per core, at most 4; each adds ~130 MB at peak).")
+@workers_option
 @click.pass_obj
 def watch(obj, interval: float, debounce: float, max_wait: float, share: float, runs: int | None,
           workers: int | None) -> None:
