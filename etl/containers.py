@@ -17,10 +17,12 @@ import os
 import shutil
 import struct
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from convarch.adapters.base import Group, SourceFile, Unchecked, checked_line
 from convarch.etl import snapshot as snap
+from convarch.etl.lines import chunk_bytes
 
 
 #: How the lines' hash is written since each line has its own (LinesDigest); a hash without it
@@ -289,11 +291,13 @@ class WholeStream:
             raise
         self.seconds = time.monotonic() - t0
 
-    def chunks(self, nbytes: int):
-        """Whole lines, about `nbytes` at a time; the private copy is removed at the end."""
+    def chunks(self, room: Callable[[], int] | None = None):
+        """Whole lines, `room()` bytes at a time and the rest of the line that reaches them
+        (as etl/lines.py cuts a snapshot); the private copy is removed at the end."""
         try:
             held: list[bytes] = []
             n = 0
+            nbytes = chunk_bytes(room)
             t0 = time.monotonic()
             for item in _lines(self._file, self._copy, self._digest):
                 line = _written(item)
@@ -305,6 +309,7 @@ class WholeStream:
                     self.seconds += time.monotonic() - t0
                     yield chunk
                     t0 = time.monotonic()
+                    nbytes = chunk_bytes(room)
             if held:
                 chunk = b"".join(held)
                 self.seconds += time.monotonic() - t0

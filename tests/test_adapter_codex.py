@@ -322,11 +322,10 @@ def test_a_rollout_appended_at_any_line_loads_as_if_read_whole(tmp_path, name):
 def test_a_rollout_bigger_than_a_batch_loads_as_if_in_one(tmp_path, monkeypatch):
     """The same carried values across the batches of one run: with batches of a few lines,
     the contract rollouts load exactly as in one batch each."""
-    from convarch.etl import extract, lines
+    from convarch.etl import extract
 
     whole_db, cut_db = tmp_path / "whole.duckdb", tmp_path / "cut.duckdb"
     run(whole_db, CONTRACT)
-    monkeypatch.setattr(lines, "READ_CHUNK", 2 << 10)
     monkeypatch.setattr(extract, "FLUSH_BYTES", 1)
     run(cut_db, CONTRACT)
     assert scalar(cut_db, "select count(distinct ingest_run_id) from stg_records") == 1

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from convarch import adapters
 from convarch.adapters import claude_code
 from convarch.etl import chains
 from convarch.etl import extract as extract_mod
@@ -22,6 +23,7 @@ from convarch.etl.ingest import ingest
 from convarch.etl.layout import Layout
 from helpers import rows
 from test_reliability import corpus
+from conftest import REPO
 from stories import Story
 
 TABLES = {
@@ -174,7 +176,7 @@ def test_cutting_a_snapshot_in_chunks_changes_nothing(tmp_path_factory, parts, n
         [(b.line_no, b.byte_offset, b.raw) for b in whole.bad]
     assert sum(b.nbytes for b in batches) == len(body)
     assert sum(b.lines for b in batches) == whole.lines
-    if body and chunk < len(body) and b"\n" in body[:-1]:
+    if body and b"\n" in body[max(chunk - 1, 0):-1]:      # the line reaching the chunk's size ends early
         assert len(batches) > 1
 
 
@@ -217,7 +219,6 @@ def test_one_big_file_is_loaded_on_every_worker(tmp_path, monkeypatch):
     with open(path, "ab") as fh:
         fh.write(b'{"type": "user", not json\n\xff\xfe not utf8\n')
     monkeypatch.setattr(extract_mod, "FLUSH_BYTES", 32 << 10)    # dozens of batches of one file
-    monkeypatch.setattr(lines, "READ_CHUNK", 16 << 10)
     results, workers_seen = {}, {}
     for n in (1, 2, 4):
         db = tmp_path / f"w{n}" / "convarch.duckdb"
@@ -235,6 +236,44 @@ def test_one_big_file_is_loaded_on_every_worker(tmp_path, monkeypatch):
     assert len(workers_seen[2]) == 2 and len(workers_seen[4]) >= 2
 
 
+def batch_bytes_seen(monkeypatch) -> list[int]:
+    """The bytes of lines of every batch a writer loads, as it loads it."""
+    seen: list[int] = []
+    real_flush = load.BatchWriter.flush
+
+    def flush(self):
+        if self.tables:
+            seen.append(self.pending_bytes)
+        return real_flush(self)
+
+    monkeypatch.setattr(load.BatchWriter, "flush", flush)
+    return seen
+
+
+@pytest.mark.parametrize("store", ["claude_code", "cursor"])
+def test_a_file_bigger_than_a_batch_is_cut_to_the_batch_size(store, tmp_path, monkeypatch):
+    """A big file (a long transcript, a Cursor store read whole) is cut to fill the batch, not
+    by a fixed 32 MB read: its batches were each twice a batch, and memory follows the batch."""
+    if store == "claude_code":
+        adapter, root = claude_code, tmp_path / "home" / ".claude"
+        s = Story("one-long-session", cwd="/home/demo/long")
+        s.user("a long task")
+        for j in range(400):
+            s.assistant(f"step {j} " * (j % 23 + 1))
+        s.write(root / "projects")
+    else:
+        adapter, root = adapters.get("cursor"), REPO / "fixtures" / "cursor" / "contract"
+    flush = 8 << 10
+    monkeypatch.setattr(extract_mod, "FLUSH_BYTES", flush)
+    seen = batch_bytes_seen(monkeypatch)
+    got = ingest(Layout(tmp_path / "w" / "convarch.duckdb"), [(adapter, adapter.resolve_root(root))], workers=1)
+    assert got.records_added > 0 and len(seen) > 4
+    longest = rows(tmp_path / "w" / "convarch.duckdb", "select max(strlen(raw)) + 1 from stg_records")[0][0]
+    assert max(seen) < flush + longest, seen       # full, and not past the line that filled it
+    if store == "claude_code":                      # one file: not cut short either
+        assert all(n >= flush for n in seen[:-1]), seen
+
+
 def test_a_shared_batch_that_fails_fails_the_run_and_nothing_waits_forever(tmp_path, monkeypatch):
     """A batch handed to another worker fails there: its unit raises the error, the workers
     still waiting for batches are told to stop, and the run commits nothing."""
@@ -245,7 +284,6 @@ def test_a_shared_batch_that_fails_fails_the_run_and_nothing_waits_forever(tmp_p
     s.write(root / "projects")
     corpus(root / "projects", files=4, seed=6)
     monkeypatch.setattr(extract_mod, "FLUSH_BYTES", 16 << 10)
-    monkeypatch.setattr(lines, "READ_CHUNK", 8 << 10)
     real = failing_flush(monkeypatch, at=5)
     handed = {"n": 0}
     real_hand_over = shared_batches.SharedBatches.hand_over

@@ -12,7 +12,6 @@ import pytest
 from convarch import adapters
 from convarch.adapters import claude_code
 from convarch.etl import extract as extract_mod
-from convarch.etl import lines
 from convarch.etl.ingest import ingest
 from convarch.etl.layout import Layout
 from convarch.etl.state import open_state
@@ -127,7 +126,6 @@ def test_appends_and_rewrites_combine_to_the_same_sessions(tmp_path, monkeypatch
     root = tmp_path / "home" / ".claude"
     corpus(root / "projects", files=10, seed=5)
     monkeypatch.setattr(extract_mod, "FLUSH_BYTES", 8 << 10)    # many loading batches
-    monkeypatch.setattr(lines, "READ_CHUNK", 4 << 10)
     db = tmp_path / "w" / "w.duckdb"
     target = [(claude_code, claude_code.resolve_root(root))]
     ingest(Layout(db), target, workers=2)

@@ -494,7 +494,7 @@ def test_a_container_read_the_first_time_is_cut_as_its_lines_are_made(name, tmp_
         whole = snapshot_whole(sf, tmp_path / f"{i}.jsonl", tmp_path / f"{i}.copy", keep=True)
         want = list(split_snapshot(whole.path, 7, 0, 1))
         stream = WholeStream(sf, tmp_path / f"{i}.stream", keep=True)
-        got = list(split_chunks(stream.chunks(300), 7))       # chunks of a line or a few
+        got = list(split_chunks(stream.chunks(lambda: 300), 7))       # chunks of a line or a few
         s = stream.snapshot()
         assert [r for b in got for r in b.table.to_pylist()] == [r for b in want for r in b.table.to_pylist()]
         assert [x for b in got for x in b.bad] == [x for b in want for x in b.bad]
