@@ -7,7 +7,8 @@ search over years of history would spend seconds on that alone.
 
 When a partition holds SMALL_FILES or more files under SMALL_BYTES, a worker rewrites them as
 files of up to MERGED_BYTES (cheapest partitions first, at most RUN_BUDGET_BYTES a run, since a
-rewrite costs about what the first write did), rows in the order they were written, with narrow
+rewrite costs about what the first write did; a partition bigger than that, its oldest files a
+run at a time), rows in the order they were written, with narrow
 row groups so a reader that wants a few files' rows still skips the rest; the search postings
 are sorted by term again instead, as each file of them was (etl/partfiles.py). The merged files are
 registered, and the small ones retired, in the run's own state transaction. Files the run itself
@@ -67,19 +68,30 @@ def plan(state: duckdb.DuckDBPyConnection, fresh: list[Written]) -> list[Partiti
             "with files as ("
             "  select path, table_name, source, month, bytes, run_id from data_files where retired_run_id is null"
             "  union all select *, null from fresh_files"
-            ") select table_name, source, month, list(path order by run_id nulls last, path), sum(bytes) from files "
+            ") select table_name, source, month, list(path order by run_id nulls last, path), "
+            "list(bytes order by run_id nulls last, path), sum(bytes) from files "
             "where bytes < ? group by all having count(*) >= ? order by sum(bytes), table_name, source, month",
             [SMALL_BYTES, SMALL_FILES],
         ).fetchall()
     finally:
         state.unregister("fresh_files")
     # the cheapest partitions first, as many as the run's budget allows; the rest wait for a
-    # later run, so no run pays for rewriting a whole big first load at once
+    # later run, so no run pays for rewriting a whole big first load at once. A partition
+    # whose small files alone pass the budget has its oldest merged, as many as fit: waiting
+    # for room it could never get, it was never merged at all
     chosen, budget = [], RUN_BUDGET_BYTES
-    for t, s, m, paths, nbytes in rows:
+    for t, s, m, paths, sizes, nbytes in rows:
         if nbytes <= budget:
             chosen.append(Partition(t, s, m, paths))
             budget -= nbytes
+            continue
+        n, taken = 0, 0
+        while n < len(sizes) and taken + sizes[n] <= budget:
+            taken += sizes[n]
+            n += 1
+        if n >= 2:
+            chosen.append(Partition(t, s, m, paths[:n]))
+            budget -= taken
     return chosen
 
 

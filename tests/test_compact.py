@@ -127,3 +127,27 @@ def test_a_run_rewrites_no_more_than_its_budget_and_later_runs_go_on(tmp_path, m
     assert max(merged_per_run) < len(lake_files(plain_db))    # no run merged everything at once
     got = scalar(db, "select count(*) from stg_records")
     assert got == scalar(plain_db, "select count(*) from stg_records") + 8 * 6
+
+
+def test_a_partition_whose_small_files_pass_the_budget_is_merged_a_piece_a_run(monkeypatch):
+    """Cheapest partitions are merged whole while the run's budget lasts; one whose small
+    files alone pass it has its oldest merged, as many as fit, instead of waiting for room
+    it can never have."""
+    import duckdb
+
+    state = duckdb.connect()
+    state.execute("create table data_files (path varchar, table_name varchar, source varchar, month varchar, "
+                  "run_id bigint, row_count bigint, bytes bigint, retired_run_id bigint)")
+    kb = 1 << 10
+    rows = [(f"records/big/{i:02d}.parquet", "records", "claude_code", "2026-11", i, 1, 10 * kb, None)
+            for i in range(10)]
+    rows += [(f"records/small/{i}.parquet", "records", "codex", "2026-11", i, 1, 5 * kb, None) for i in range(4)]
+    rows += [("records/retired.parquet", "records", "claude_code", "2026-11", 0, 1, kb, 3)]
+    state.executemany("insert into data_files values (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+    monkeypatch.setattr(compact, "SMALL_FILES", 3)
+    monkeypatch.setattr(compact, "RUN_BUDGET_BYTES", 64 * kb)
+    got = {(p.source, tuple(p.paths)) for p in compact.plan(state, [])}
+    assert got == {
+        ("codex", tuple(f"records/small/{i}.parquet" for i in range(4))),            # 20 KB, whole
+        ("claude_code", tuple(f"records/big/{i:02d}.parquet" for i in range(4))),   # the 44 KB left: its 4 oldest
+    }
