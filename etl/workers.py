@@ -27,7 +27,15 @@ R = TypeVar("R")
 #: 564, 835, 1,034 and 1,289 MB. Four keeps a run under its 1 GiB target on a machine of any
 #: size; `make bench` measures it.
 MAX_WORKERS = 4
+#: DuckDB memory of the run's workers together, when each gets at least WORKER_MEMORY_MB.
 MEMORY_BUDGET_MB = 600
+#: The least DuckDB memory a worker gets: what the adapters' queries need for a full batch of
+#: long lines (tests/test_batch_memory.py). With 200 MB, as 3 or 4 workers had, 16 of the 25
+#: adapters ran out on such a batch and loaded it again in halves: the bench's 60 MB Cline
+#: and Gemini CLI stores took 4.0 and 4.5 s on 4 workers (14 and 17 halvings) instead of 2.9
+#: and 3.4 s. Peak RSS with 4 workers stayed within 1 GiB (the 1 GB corpus 794 MB, a 1.3 GB
+#: Cursor store 946 MB).
+WORKER_MEMORY_MB = 300
 
 
 def cores() -> int:
@@ -46,7 +54,7 @@ class Workers:
         self.n = max(1, n)
         self.spill = spill
         self.setup = setup
-        self.memory_mb = max(200, MEMORY_BUDGET_MB // self.n)
+        self.memory_mb = max(WORKER_MEMORY_MB, MEMORY_BUDGET_MB // self.n)
         self._local = threading.local()
         self._lock = threading.Lock()
         self._cons: list[duckdb.DuckDBPyConnection] = []

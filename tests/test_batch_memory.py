@@ -6,8 +6,8 @@ built by the records query and parsed back by the blocks query, a type test that
 whole value) runs out of memory on a batch of long tool output. The loader survives that by
 loading the batch again in halves, at the price of the failed attempt and of smaller batches.
 Here each adapter's contract store, its long strings grown to a few KB as tool output is,
-fills one full batch (FLUSH_BYTES) and goes through the adapter's queries with the memory a
-worker gets on a two-core machine."""
+fills one full batch (FLUSH_BYTES) and goes through the adapter's queries with the least
+memory a worker gets, however many a run starts (WORKER_MEMORY_MB)."""
 from __future__ import annotations
 
 import json
@@ -18,7 +18,7 @@ import pytest
 from convarch import adapters, sql
 from convarch.etl.duck import connect
 from convarch.etl.extract import FLUSH_BYTES
-from convarch.etl.workers import MEMORY_BUDGET_MB
+from convarch.etl.workers import WORKER_MEMORY_MB, Workers
 from test_lines_stand_alone import store_lines
 
 LONG = 6000
@@ -57,7 +57,7 @@ def full_batch(name: str, tmp_path) -> tuple[pa.Table, pa.Table]:
 def test_a_full_batch_of_long_lines_loads_within_a_workers_memory(name, tmp_path):
     lines, files = full_batch(name, tmp_path)
     ext = adapters.ADAPTERS[name].EXTRACT
-    con = connect(threads=1, preserve_insertion_order=False, memory_limit=f"{MEMORY_BUDGET_MB // 2}MB")
+    con = connect(threads=1, preserve_insertion_order=False, memory_limit=f"{WORKER_MEMORY_MB}MB")
     con.register("batch_files", files)
     con.register("lines", lines)
     con.execute(f"create temp table records_batch as {sql.read(ext.records)}")
@@ -65,3 +65,11 @@ def test_a_full_batch_of_long_lines_loads_within_a_workers_memory(name, tmp_path
     con.execute(f"create temp table blocks_batch as {sql.read(ext.blocks)}")
     assert con.execute("select count(*) from records_batch").fetchone()[0] == lines.num_rows
     assert con.execute("select count(*) from blocks_batch").fetchone()[0] > 0
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 8])
+def test_every_worker_gets_the_memory_a_full_batch_needs(n, tmp_path):
+    """However many workers a run starts, each gets at least the memory the test above loads a
+    full batch in: with 3 or 4 workers each had 200 MB, and most adapters' batches of long
+    lines ran out of it and loaded again in halves."""
+    assert Workers(n, tmp_path).memory_mb >= WORKER_MEMORY_MB
