@@ -77,14 +77,16 @@ def plan(state: duckdb.DuckDBPyConnection, fresh: list[Written]) -> list[Partiti
         state.unregister("fresh_files")
     # the cheapest partitions first, as many as the run's budget allows; the rest wait for a
     # later run, so no run pays for rewriting a whole big first load at once. A partition
-    # whose small files alone pass the budget has its oldest merged, as many as fit: waiting
-    # for room it could never get, it was never merged at all
+    # whose small files alone pass a whole run's budget has its oldest merged, as many as
+    # fit: waiting for room it could never get, it was never merged at all
     chosen, budget = [], RUN_BUDGET_BYTES
     for t, s, m, paths, sizes, nbytes in rows:
         if nbytes <= budget:
             chosen.append(Partition(t, s, m, paths))
             budget -= nbytes
             continue
+        if nbytes <= RUN_BUDGET_BYTES:
+            continue                # it fits a later run whole: merged once, not in pieces
         n, taken = 0, 0
         while n < len(sizes) and taken + sizes[n] <= budget:
             taken += sizes[n]

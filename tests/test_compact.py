@@ -130,9 +130,9 @@ def test_a_run_rewrites_no_more_than_its_budget_and_later_runs_go_on(tmp_path, m
 
 
 def test_a_partition_whose_small_files_pass_the_budget_is_merged_a_piece_a_run(monkeypatch):
-    """Cheapest partitions are merged whole while the run's budget lasts; one whose small
-    files alone pass it has its oldest merged, as many as fit, instead of waiting for room
-    it can never have."""
+    """Cheapest partitions are merged whole while the run's budget lasts, and one that a later
+    run can take whole waits for it; one whose small files alone pass a run's budget has its
+    oldest merged, as many as fit, instead of waiting for room it can never have."""
     import duckdb
 
     state = duckdb.connect()
@@ -142,6 +142,8 @@ def test_a_partition_whose_small_files_pass_the_budget_is_merged_a_piece_a_run(m
     rows = [(f"records/big/{i:02d}.parquet", "records", "claude_code", "2026-11", i, 1, 10 * kb, None)
             for i in range(10)]
     rows += [(f"records/small/{i}.parquet", "records", "codex", "2026-11", i, 1, 5 * kb, None) for i in range(4)]
+    # 48 KB: more than is left after the cheapest, but a later run's budget takes it whole
+    rows += [(f"records/mid/{i}.parquet", "records", "codex", "2026-10", i, 1, 12 * kb, None) for i in range(4)]
     rows += [("records/retired.parquet", "records", "claude_code", "2026-11", 0, 1, kb, 3)]
     state.executemany("insert into data_files values (?, ?, ?, ?, ?, ?, ?, ?)", rows)
     monkeypatch.setattr(compact, "SMALL_FILES", 3)

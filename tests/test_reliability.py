@@ -278,8 +278,8 @@ def test_a_batch_size_that_ran_out_of_memory_is_not_tried_again_by_the_runs_othe
     s = run(db, root)
     assert s.records_added == 480
     assert scalar(db, "select count(*) from stg_records") == 480
-    # each file of ~20 KB is a writer of its own, and one batch. Alone, each of the 12 would fail on its 40
-    # lines, then on 20, then on 10: 36 failures. Shared, a size fails at most once a worker
+    # each file of ~20 KB is a writer of its own, and one batch. Alone, each of the 12 would
+    # fail on its 40 lines, then on 20, then on 10: 36 failures. Shared, a size fails at most once a worker
     # (the workers start side by side), so 3 sizes x 2 workers here
     from convarch.etl.workers import default_workers
 
