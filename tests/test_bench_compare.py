@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import json
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -117,6 +118,30 @@ def test_times_and_rates_are_judged_at_the_speed_the_machine_ran_each_time():
     assert verdicts(earlier, slower)["search.p50_ms"] == "worse"
     # a run without the parse limit (a section alone) is compared as measured
     assert bench_compare.machine_speed(results(), later) is None
+
+
+def test_the_machine_speed_is_the_mean_of_every_baseline_so_one_jumping_alone_moves_it_less():
+    """Measured on 2 December: between two runs the parse limit rose by 1.38, DuckDB's raw
+    parse by 1.27 and the floor of keeping raw lines by 1.26, and ingest by 1.17. Scaled by the
+    parse limit alone, ingest read as 16% slower; by all three, as 11%."""
+    earlier = results(ingest__parse_limit_mb_per_s=748.0, ingest__duckdb_raw_parse_mb_per_s=1034.6,
+                      ingest__archive_floor_mb_per_s=254.4, ingest__mb_per_s=87.1)
+    later = results(ingest__parse_limit_mb_per_s=1035.8, ingest__duckdb_raw_parse_mb_per_s=1318.9,
+                    ingest__archive_floor_mb_per_s=319.5, ingest__mb_per_s=101.6)
+    speed = bench_compare.machine_speed(earlier, later)
+    assert speed == pytest.approx((1035.8 / 748.0 * 1318.9 / 1034.6 * 319.5 / 254.4) ** (1 / 3))
+    assert 1.29 < speed < 1.31
+    row = {r["path"]: r for r in bench_compare.compare(earlier, later)}["ingest.mb_per_s"]
+    assert row["verdict"] == "noise"
+    assert row["change"] == pytest.approx(101.6 / speed / 87.1 - 1, abs=1e-4)
+    # a baseline only one run has is left out, not read as zero
+    del later["ingest"]["archive_floor_mb_per_s"]
+    assert bench_compare.speed_baselines(earlier, later) == ["parse_limit_mb_per_s", "duckdb_raw_parse_mb_per_s"]
+    assert bench_compare.machine_speed(earlier, later) == pytest.approx((1035.8 / 748.0 * 1318.9 / 1034.6) ** 0.5)
+    # another corpus: its baselines measured other bytes
+    assert bench_compare.machine_speed(earlier, results(corpus__version=4, ingest__parse_limit_mb_per_s=900.0)) is None
+    printed = bench_compare.report(Path("earlier.json"), earlier, later, bench_compare.compare(earlier, later))
+    assert "1.33 of the earlier run's" in printed and "parse limit, duckdb raw parse" in printed
 
 
 def test_a_section_written_alone_before_it_was_named_still_loads(tmp_path):
