@@ -83,7 +83,8 @@ class Adapter(Protocol):
     # then keeps the lines it gave before where they were loaded, as long as they come in the
     # same order, and loads only the rest (etl/live_lines.py); without it such a container is
     # loaded again whole. Lines that change as a session goes on (a session's totals) are best
-    # given last.
+    # given where the store grows: a database's session rows right after each session's last
+    # message (adapters/db_order.py).
 
     # Optional, for containers other than "jsonl": turn the private copy of a file into JSON
     # lines (bytes, no newline), one per record, in a stable order.
@@ -173,17 +174,31 @@ GROUP_ROWS = 256
 
 def row_groups(cur: sqlite3.Cursor, make: Callable[[list[str], list[tuple]], Iterator[bytes | Unchecked]],
                code: bytes, context: tuple = ()) -> Iterator[Group]:
-    """The rows of `cur`, GROUP_ROWS at a time, as Groups keyed by `code` (code_key of the
-    modules that make their lines), `context` (what else their lines carry: the table's name,
-    a schema version), the columns and the rows; `make(columns, rows)` makes their lines."""
+    """The rows of `cur`, GROUP_ROWS at a time, as Groups (keyed_group)."""
     cols = [d[0] for d in cur.description]
+    group = keyed_group(make, code, context)
     while rows := cur.fetchmany(GROUP_ROWS):
-        h = hashlib.blake2b(code, digest_size=16)
-        feed_values(h, context)
-        feed_values(h, cols)
+        yield group(cols, rows)
+
+
+def keyed_group(make: Callable[[list[str], list[tuple]], Iterator[bytes | Unchecked]], code: bytes,
+                context: tuple = ()) -> Callable[[list[str], list[tuple]], Group]:
+    """Makes the Group of some rows, keyed by `code` (code_key of the modules that make their
+    lines), `context` (what else their lines carry: the table's name, a schema version), the
+    columns and the rows; `make(columns, rows)` makes their lines."""
+    started: dict[tuple, object] = {}      # the hash of code, context and columns, fed once
+
+    def group(cols: list[str], rows: list[tuple]) -> Group:
+        h = started.get(tuple(cols))
+        if h is None:
+            h = started[tuple(cols)] = hashlib.blake2b(code, digest_size=16)
+            feed_values(h, context)
+            feed_values(h, cols)
+        h = h.copy()
         for values in rows:
             feed_values(h, values)
-        yield Group(h.digest(), functools.partial(make, cols, rows))
+        return Group(h.digest(), functools.partial(make, cols, rows))
+    return group
 
 
 def made_lines(items: Iterable[bytes | Unchecked | Group]) -> Iterator[bytes | Unchecked]:

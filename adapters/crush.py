@@ -45,8 +45,9 @@ search index):
   the session's metadata line. The cwd is the folder holding ``.crush`` (crush does not
   store it; a newer ``workspace_cwd`` column is used when present).
 
-Lines made from the private copy: one per ``sessions`` row, then one per ``messages`` row
-(``"table"`` names the table; ``parts`` and ``todos`` decoded). ``files`` and
+Lines made from the private copy: one per ``messages`` row and one per ``sessions`` row, in
+time, each session's right after its last message (adapters/db_order.py; ``"table"`` names
+the table; ``parts`` and ``todos`` decoded). ``files`` and
 ``read_files`` are not read. A message whose ``parts`` is not JSON becomes a line that is
 not JSON, so it is quarantined with its raw text while the rest loads. Parsing is the SQL
 in ``sql/extract/crush__*.sql``.
@@ -58,10 +59,11 @@ import os
 import sqlite3
 import sys
 from collections.abc import Iterator, Mapping
+from functools import partial
 from pathlib import Path
 
-from convarch.adapters import base
-from convarch.adapters.base import Extract, RootError, SourceFile, code_key, malformed_row, row_groups
+from convarch.adapters import base, db_order
+from convarch.adapters.base import Extract, RootError, SourceFile, code_key, keyed_group, malformed_row
 
 NAME = "crush"
 TITLE = "Crush"
@@ -166,7 +168,7 @@ def project_data_dirs(projects_json: Path) -> list[Path]:
 
 
 def to_lines(copy: Path, file: SourceFile) -> Iterator[bytes]:
-    """One JSON line per ``messages`` row, then one per ``sessions`` row of the private copy."""
+    """One JSON line per ``messages`` and ``sessions`` row of the private copy, in time."""
     if file.container != "sqlite":
         raise ValueError(f"crush has no reader for a {file.container!r} container")
     # The copy is private to this run: opening it read-write lets SQLite replay its -wal or
@@ -185,20 +187,20 @@ def to_lines(copy: Path, file: SourceFile) -> Iterator[bytes]:
                 "select max(version_id) from goose_db_version where is_applied").fetchone()[0]
         project = os.path.abspath(file.path.parent.parent) if file.path.parent.name == DATA_DIR else None
         extra = {"crush_schema_version": None if version is None else str(version), "project_dir": project}
-        # messages in the order they were written, then the sessions, whose rows change with
-        # every message (counts, cost, update time): a database that gained messages is read
-        # again with its earlier lines first, so only the tail loads (etl/containers.py)
-        # (as groups, adapters/base.py row_groups: only the groups whose rows changed are made)
-        yield from row_groups(_query(con, "messages", "created_at, rowid"), _message_lines,
-                              code_key(sys.modules[__name__], base), ("messages",))
-        for row in _rows(con, "sessions", "created_at, id"):
-            row.update(extra)
-            if isinstance(row.get("todos"), str):
-                try:
-                    row["todos"] = json.loads(row["todos"]) if row["todos"].strip() else None
-                except (ValueError, RecursionError):
-                    pass                      # kept as text: todos are not part of the conversation
-            yield _dump(row)
+        # messages and sessions merged in time (adapters/db_order.py): each session's row, which
+        # changes with every message (counts, cost, update time), right after its last
+        # message, so a database that gained messages is read again with its earlier lines
+        # first and only the tail loads (etl/containers.py); as groups (adapters/base.py
+        # Group): only the groups whose rows changed are made again
+        code = code_key(sys.modules[__name__], base)
+        messages = _query(con, "messages", "created_at, rowid")
+        sessions = _query(con, "sessions", "created_at, id")
+        last = db_order.last_times(con, "messages", "session_id", "created_at")
+        yield from db_order.merged([
+            db_order.table(messages, "created_at", keyed_group(_message_lines, code, ("messages",))),
+            db_order.owners(sessions, "id", last, "created_at",
+                            keyed_group(partial(_session_lines, extra), code, ("sessions", tuple(extra.items())))),
+        ])
     finally:
         con.close()
 
@@ -223,11 +225,15 @@ def _query(con: sqlite3.Connection, table: str, order: str) -> sqlite3.Cursor:
         return con.execute(f"select * from {table} order by rowid")
 
 
-def _rows(con: sqlite3.Connection, table: str, order: str) -> Iterator[dict]:
-    cur = _query(con, table, order)
-    cols = [d[0] for d in cur.description]
-    for values in cur:
-        yield {"table": table, **dict(zip(cols, (_plain(v) for v in values)))}
+def _session_lines(extra: dict, cols: list[str], rows: list[tuple]) -> Iterator[bytes]:
+    for values in rows:
+        row = {"table": "sessions", **dict(zip(cols, (_plain(v) for v in values))), **extra}
+        if isinstance(row.get("todos"), str):
+            try:
+                row["todos"] = json.loads(row["todos"]) if row["todos"].strip() else None
+            except (ValueError, RecursionError):
+                pass                      # kept as text: todos are not part of the conversation
+        yield _dump(row)
 
 
 def _plain(value):

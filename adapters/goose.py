@@ -44,8 +44,8 @@ from collections.abc import Iterator, Mapping
 from functools import partial
 from pathlib import Path
 
-from convarch.adapters import base
-from convarch.adapters.base import Extract, Group, RootError, SourceFile, code_key, malformed_row, row_groups
+from convarch.adapters import base, db_order
+from convarch.adapters.base import Extract, RootError, SourceFile, code_key, keyed_group, malformed_row
 
 NAME = "goose"
 TITLE = "goose"
@@ -155,27 +155,38 @@ def to_lines(copy: Path, file: SourceFile) -> Iterator[bytes]:
         version = None
         if "schema_version" in tables:
             version = con.execute("select max(version) from schema_version").fetchone()[0]
-        # the tables that only grow first, the sessions (whose rows change with every message:
-        # token counts, update time) last, so a database that gained a message is read again
-        # with its earlier lines first and only the tail loads (etl/containers.py)
-        for table in ("messages", "usage_ledger", "sessions"):
-            if table not in tables:
-                continue
-            extra = {"goose_schema_version": version} if table == "sessions" else {}
-            yield from _rows(con, table, extra)
+        # the tables merged in time (adapters/db_order.py): messages and usage rows at their
+        # time, each session's row, which changes with every message (token counts, update
+        # time), right after its last message, so a database that gained a message is read
+        # again with its earlier lines first and only the tail loads (etl/containers.py)
+        streams = [_timed(con, table) for table in ("messages", "usage_ledger") if table in tables]
+        sessions = _ordered(con, "sessions")
+        last = db_order.last_times(con, "messages", "session_id", "created_timestamp")
+        # a session's own created_at is text, its messages' times are numbers: one with no
+        # message goes last
+        extra = {"goose_schema_version": version}
+        streams.append(db_order.owners(sessions, "id", last, None, _group("sessions", extra)))
+        yield from db_order.merged(streams)
     finally:
         con.close()
 
 
-def _rows(con: sqlite3.Connection, table: str, extra: dict) -> Iterator[Group]:
-    """A table's rows as groups (adapters/base.py row_groups): a database read again makes
-    again only the rows of the groups that changed."""
+def _ordered(con: sqlite3.Connection, table: str) -> sqlite3.Cursor:
     try:
-        cur = con.execute(f"select * from {table} order by {ORDER[table]}")
+        return con.execute(f"select * from {table} order by {ORDER[table]}")
     except sqlite3.OperationalError:       # a schema without the usual columns: file order
-        cur = con.execute(f"select * from {table} order by rowid")
-    yield from row_groups(cur, partial(_row_lines, table, extra), code_key(sys.modules[__name__], base),
-                          (table, tuple(extra.items())))
+        return con.execute(f"select * from {table} order by rowid")
+
+
+def _timed(con: sqlite3.Connection, table: str) -> db_order.Table:
+    """A table's rows at the time they were written, as groups (adapters/base.py Group): a
+    database read again makes again only the rows of the groups that changed."""
+    return db_order.table(_ordered(con, table), "created_timestamp", _group(table, {}))
+
+
+def _group(table: str, extra: dict):
+    return keyed_group(partial(_row_lines, table, extra), code_key(sys.modules[__name__], base),
+                       (table, tuple(extra.items())))
 
 
 def _row_lines(table: str, extra: dict, cols: list[str], rows: list[tuple]) -> Iterator[bytes]:

@@ -34,10 +34,11 @@ import json
 import sqlite3
 import sys
 from collections.abc import Iterator, Mapping
+from functools import partial
 from pathlib import Path
 
-from convarch.adapters import base
-from convarch.adapters.base import Extract, RootError, SourceFile, code_key, malformed_row, row_groups
+from convarch.adapters import base, db_order
+from convarch.adapters.base import Extract, RootError, SourceFile, code_key, keyed_group, malformed_row
 
 NAME = "grok_cli"
 TITLE = "grok-cli (superagent)"
@@ -92,32 +93,44 @@ def to_lines(copy: Path, file: SourceFile) -> Iterator[bytes]:
         workspaces = {}
         if "workspaces" in tables:
             workspaces = {r["id"]: dict(r) for r in _rows(con, "select * from workspaces", "id")}
-        # messages, tool calls, usage and compactions in the order they were written, the
-        # sessions (whose rows change with every message: update time, cwd, recap) last: a
-        # database that gained a message is read again with its earlier lines first, so only
-        # its tail loads (etl/containers.py); the messages come as row groups (adapters/base.py),
-        # so those that did not change are not made again
-        yield from row_groups(_query(con, "select * from messages", "created_at, session_id, seq"), _message_lines,
-                              code_key(sys.modules[__name__], base), ("messages",))
+        # messages, tool calls, usage and compactions merged in time (adapters/db_order.py),
+        # each session's row (which changes with every message: update time, cwd, recap) right
+        # after its last message: a database that gained a message is read again with its
+        # earlier lines first, so only its tail loads (etl/containers.py); the messages come as
+        # groups (adapters/base.py Group), so those that did not change are not made again
+        streams = [db_order.table(_query(con, "select * from messages", "created_at, session_id, seq"), "created_at",
+                                  keyed_group(_message_lines, code_key(sys.modules[__name__], base), ("messages",)))]
         if "tool_calls" in tables:
             results: dict[int, list[dict]] = {}
             if "tool_results" in tables:
                 for r in _rows(con, "select * from tool_results", "id"):
                     results.setdefault(r["tool_call_row_id"], []).append(dict(r))
-            for r in _rows(con, "select * from tool_calls", "started_at, id"):
-                yield _tool_call(dict(r), results.get(r["id"], []))
-        for table, order in (("usage_events", "id"), ("compactions", "id")):
+            streams.append(db_order.table(_query(con, "select * from tool_calls", "started_at, id"), "started_at",
+                                          lambda cols, rows: (_tool_call(dict(r), results.get(r["id"], [])) for r in rows)))
+        for table in ("usage_events", "compactions"):
             if table in tables:
-                for r in _rows(con, f"select * from {table}", order):
-                    yield _dump({"table": table, **dict(r)})
-        for r in _rows(con, "select * from sessions", "created_at, id"):
-            row = {"table": "sessions", **dict(r), "schema_version": version}
-            ws = workspaces.get(row.get("workspace_id"))
-            if ws:
-                row["workspace"] = {k: ws.get(k) for k in ("canonical_path", "git_root", "display_name", "scope_key")}
-            yield _dump(row)
+                streams.append(db_order.table(_query(con, f"select * from {table}", "id"), "created_at",
+                                              partial(_table_lines, table)))
+        last = db_order.last_times(con, "messages", "session_id", "created_at")
+        streams.append(db_order.owners(_query(con, "select * from sessions", "created_at, id"), "id", last, "created_at",
+                                       partial(_session_lines, version, workspaces)))
+        yield from db_order.merged(streams)
     finally:
         con.close()
+
+
+def _table_lines(table: str, cols: list[str], rows: list[sqlite3.Row]) -> Iterator[bytes]:
+    for r in rows:
+        yield _dump({"table": table, **dict(r)})
+
+
+def _session_lines(version: int, workspaces: dict, cols: list[str], rows: list[sqlite3.Row]) -> Iterator[bytes]:
+    for r in rows:
+        row = {"table": "sessions", **dict(r), "schema_version": version}
+        ws = workspaces.get(row.get("workspace_id"))
+        if ws:
+            row["workspace"] = {k: ws.get(k) for k in ("canonical_path", "git_root", "display_name", "scope_key")}
+        yield _dump(row)
 
 
 def _message_lines(cols: list[str], rows: list[sqlite3.Row]) -> Iterator[bytes]:

@@ -60,8 +60,8 @@ from collections.abc import Iterator, Mapping
 from functools import partial
 from pathlib import Path
 
-from convarch.adapters import base
-from convarch.adapters.base import Extract, Group, RootError, SourceFile, code_key, malformed_row, row_groups
+from convarch.adapters import base, db_order
+from convarch.adapters.base import Extract, RootError, SourceFile, code_key, keyed_group, malformed_row
 
 NAME = "hermes"
 TITLE = "Hermes Agent"
@@ -226,23 +226,32 @@ def _db_lines(copy: Path) -> Iterator[bytes]:
                 version = con.execute("select max(version) from schema_version").fetchone()[0]
             except sqlite3.Error:
                 version = None
-        # messages first, then the sessions, whose rows change as a session goes on (counts,
-        # end time): a database that gained messages then loads only its tail (etl/containers.py)
-        yield from _rows(con, "messages", {})
-        yield from _rows(con, "sessions", {"hermes_schema_version": version})
+        # messages and sessions merged in time (adapters/db_order.py): each session's row, which
+        # changes as the session goes on (counts, end time), right after its last message, so a
+        # database that gained messages then loads only its tail (etl/containers.py)
+        messages = _ordered(con, "messages")
+        sessions = _ordered(con, "sessions")
+        last = db_order.last_times(con, "messages", "session_id", "timestamp")
+        yield from db_order.merged([
+            db_order.table(messages, "timestamp", _group("messages", {})),
+            db_order.owners(sessions, "id", last, "started_at", _group("sessions", {"hermes_schema_version": version})),
+        ])
     finally:
         con.close()
 
 
-def _rows(con: sqlite3.Connection, table: str, extra: dict) -> Iterator[Group]:
-    """A table's rows as groups (adapters/base.py row_groups): a database read again makes
-    again only the rows of the groups that changed."""
+def _ordered(con: sqlite3.Connection, table: str) -> sqlite3.Cursor:
     try:
-        cur = con.execute(f"select * from {table} order by {ORDER[table]}")
+        return con.execute(f"select * from {table} order by {ORDER[table]}")
     except sqlite3.OperationalError:            # a schema without the usual columns: file order
-        cur = con.execute(f"select * from {table} order by rowid")
-    yield from row_groups(cur, partial(_row_lines, table, extra), code_key(sys.modules[__name__], base),
-                          (table, tuple(extra.items())))
+        return con.execute(f"select * from {table} order by rowid")
+
+
+def _group(table: str, extra: dict):
+    """Groups of a table's rows (adapters/base.py Group): a database read again makes again
+    only the rows of the groups that changed."""
+    return keyed_group(partial(_row_lines, table, extra), code_key(sys.modules[__name__], base),
+                       (table, tuple(extra.items())))
 
 
 def _row_lines(table: str, extra: dict, cols: list[str], rows: list[tuple]) -> Iterator[bytes]:

@@ -44,9 +44,11 @@ database keeps its id. A window that continues an earlier one (reason other than
 ``initial`` / ``reset``) has it as parent; a window spawned by another session key has that
 key's current session as parent.
 
-Lines made from a database: one per ``session_nodes`` row, one per ``session_windows`` row
-(with its node's cwd and label joined in, the schema facts attached), then one per
-``transcript_events`` row (``{"table", "session_id", "seq", "created_at", "event"}``). A
+Lines made from a database: one per ``transcript_events`` row (``{"table", "session_id",
+"seq", "created_at", "event"}``), one per ``session_nodes`` row and one per
+``session_windows`` row (with its node's cwd and label joined in, the schema facts
+attached), in time: each session's events in seq order, its window and node (which change
+with every event) right after its last event (adapters/db_order.py). A
 row whose JSON column does not parse becomes a line that is not JSON, so it is quarantined
 with its raw text while the rest loads. Parsing is the SQL in ``sql/extract/openclaw__*.sql``;
 its mapping of entries follows the pi adapter's (compaction = a 'system' compact_boundary,
@@ -63,8 +65,8 @@ from collections.abc import Iterator, Mapping
 from functools import partial
 from pathlib import Path
 
-from convarch.adapters import base
-from convarch.adapters.base import Extract, RootError, SourceFile, code_key, malformed_row, row_groups
+from convarch.adapters import base, db_order
+from convarch.adapters.base import Extract, RootError, SourceFile, code_key, keyed_group, malformed_row
 
 NAME = "openclaw"
 TITLE = "OpenClaw"
@@ -202,44 +204,74 @@ def to_lines(copy: Path, file: SourceFile) -> Iterator[bytes]:
         agent = facts.get("agent_id") or _agent_of(file.path)
         nodes = _select(con, "session_nodes", "rowid") if "session_nodes" in tables else []
         windows = _select(con, "session_windows", "created_at, rowid") if "session_windows" in tables else []
-        by_key: dict[str, dict] = {}
-        bad_nodes: list[bytes] = []
-        for node in nodes:
-            entry = node.get("entry_json")
-            try:
-                node["entry_json"] = json.loads(entry) if isinstance(entry, str) and entry.strip() else None
-            except (ValueError, RecursionError):
-                bad_nodes.append(malformed_row(f"openclaw session_nodes row {node.get('session_key')}",
-                                               "column entry_json is not valid JSON", entry))
-                node["entry_json"] = None
-                node["_bad"] = True
-            if node.get("session_key"):
-                by_key[node["session_key"]] = node
-        for node in nodes:
-            if node.pop("_bad", False):
-                continue
-            parent_key = node.get("parent_session_key") or node.get("spawned_by")
-            parent = by_key.get(parent_key, {}).get("current_session_id") if parent_key else None
-            yield _dump({"table": "session_nodes", "agent_id": agent, **node, "parent_session_id": parent})
-        yield from bad_nodes
-        for win in windows:
-            node = by_key.get(win.get("session_key")) or {}
-            entry = node.get("entry_json") if isinstance(node.get("entry_json"), dict) else {}
-            parent = None
-            if win.get("previous_session_id") and win.get("reason") not in ("initial", "reset", None):
-                parent = win["previous_session_id"]
-            parent_key = win.get("parent_session_key") or win.get("spawned_by")
-            if parent is None and parent_key and parent_key in by_key:
-                parent = by_key[parent_key].get("current_session_id")
-            yield _dump({"table": "session_windows", "agent_id": agent, **win, **facts,
-                         "node_cwd": entry.get("cwd"), "node_label": node.get("label"),
-                         "parent_session_id": parent})
-        # the events, most of the lines, as groups (adapters/base.py row_groups): a database
-        # read again makes again only the events of the groups that changed
-        yield from row_groups(_query(con, "transcript_events", "session_id, seq"), partial(_event_lines, agent),
-                              code_key(sys.modules[__name__], base), ("transcript_events", agent))
+        # every row in time (adapters/db_order.py): the events at their time, each session's
+        # window and node, which change with every event (update and activity times), right
+        # after its last event, so a database that gained events is read again with its
+        # earlier lines first and only the tail loads (etl/containers.py). The events come as
+        # groups (adapters/base.py Group): a database read again makes again only the events
+        # of the groups that changed
+        last = db_order.last_times(con, "transcript_events", "session_id", "created_at")
+        node_lines, windows_lines = _session_lines(agent, facts, nodes, windows, last)
+        yield from db_order.merged([_events(con, agent), node_lines, windows_lines])
     finally:
         con.close()
+
+
+def _events(con: sqlite3.Connection, agent) -> db_order.Table:
+    """The events at their time, in their session's order: each at the latest time of its
+    session's events so far, so a session's events keep their seq order whatever their
+    clock said."""
+    try:
+        cur = con.execute("select *, max(created_at) over (partition by session_id order by seq rows unbounded preceding) "
+                          "as convarch_time from transcript_events order by convarch_time, session_id, seq")
+    except sqlite3.OperationalError:          # a schema without the usual columns: file order
+        cur = con.execute("select *, null from transcript_events")
+    # the rows keep their time last, which the lines leave out (their columns stop before it)
+    cols = [d[0] for d in cur.description]
+    return db_order.Table(cols[:-1], cur, keyed_group(partial(_event_lines, agent), code_key(sys.modules[__name__], base),
+                                                      ("transcript_events", agent)), at=len(cols) - 1)
+
+
+def _session_lines(agent, facts: dict, nodes: list[dict], windows: list[dict], last: dict
+                   ) -> tuple[db_order.Table, db_order.Table]:
+    """The nodes' lines and the windows' lines, each at the time of its session's last event
+    (a node's session is its current one), else at its own creation."""
+    by_key: dict[str, dict] = {}
+    node_lines: list[tuple[object, bytes]] = []
+    for node in nodes:
+        entry = node.get("entry_json")
+        try:
+            node["entry_json"] = json.loads(entry) if isinstance(entry, str) and entry.strip() else None
+        except (ValueError, RecursionError):
+            node["entry_json"] = None
+            node["_bad"] = malformed_row(f"openclaw session_nodes row {node.get('session_key')}",
+                                         "column entry_json is not valid JSON", entry)
+        if node.get("session_key"):
+            by_key[node["session_key"]] = node
+    for node in nodes:
+        at = last.get(node.get("current_session_id"), node.get("created_at"))
+        bad = node.pop("_bad", None)
+        if bad is not None:
+            node_lines.append((at, bad))
+            continue
+        parent_key = node.get("parent_session_key") or node.get("spawned_by")
+        parent = by_key.get(parent_key, {}).get("current_session_id") if parent_key else None
+        node_lines.append((at, _dump({"table": "session_nodes", "agent_id": agent, **node, "parent_session_id": parent})))
+    window_lines: list[tuple[object, bytes]] = []
+    for win in windows:
+        node = by_key.get(win.get("session_key")) or {}
+        entry = node.get("entry_json") if isinstance(node.get("entry_json"), dict) else {}
+        parent = None
+        if win.get("previous_session_id") and win.get("reason") not in ("initial", "reset", None):
+            parent = win["previous_session_id"]
+        parent_key = win.get("parent_session_key") or win.get("spawned_by")
+        if parent is None and parent_key and parent_key in by_key:
+            parent = by_key[parent_key].get("current_session_id")
+        window_lines.append((last.get(win.get("session_id"), win.get("created_at")),
+                             _dump({"table": "session_windows", "agent_id": agent, **win, **facts,
+                                    "node_cwd": entry.get("cwd"), "node_label": node.get("label"),
+                                    "parent_session_id": parent})))
+    return db_order.lines(node_lines), db_order.lines(window_lines)
 
 
 def _event_lines(agent, cols: list[str], rows: list[tuple]) -> Iterator[bytes]:

@@ -55,9 +55,9 @@ from collections.abc import Iterator, Mapping
 from functools import partial
 from pathlib import Path
 
-from convarch.adapters import base
-from convarch.adapters.base import (Extract, Group, RootError, SourceFile, code_key, feed_values, malformed_row,
-                                    row_groups)
+from convarch.adapters import base, db_order
+from convarch.adapters.base import (Extract, Group, RootError, SourceFile, code_key, feed_values, keyed_group,
+                                    malformed_row)
 
 NAME = "opencode"
 TITLE = "OpenCode"
@@ -255,25 +255,26 @@ def db_lines(copy: Path) -> Iterator[bytes]:
         missing = {"session", "message"} - tables
         if missing:
             raise ValueError(f"not an OpenCode database: no {', '.join(sorted(missing))} table")
-        # messages in the order they were written (each with its parts), the sessions, whose
-        # rows change as a session goes on, last: a database that gained messages is read
-        # again with its earlier lines first, and only the tail loads (etl/containers.py).
-        # GROUP_MESSAGES messages at a time are a Group keyed by their rows and their parts'
-        # rows, so the messages of a database read again are made again only where they changed
+        # every table's rows merged in time (adapters/db_order.py): each session's row right
+        # after its last message, so a database that gained messages is read again with its
+        # earlier lines first and only the tail loads (etl/containers.py). GROUP_MESSAGES
+        # messages at a time are a Group keyed by their rows and their parts' rows, so the
+        # messages of a database read again are made again only where they changed
+        code = code_key(sys.modules[__name__], base)
         has_parts = "part" in tables
         messages = _query(con, "select * from message", "time_created, id")
-        cols = [d[0] for d in messages.description]
-        at = cols.index("id") if "id" in cols else None
-        while rows := messages.fetchmany(GROUP_MESSAGES):
-            ids = [r[at] if at is not None else None for r in rows]
-            parts = _parts_of(con, ids) if has_parts else ([], {})
-            yield Group(_messages_key(cols, rows, ids, parts), partial(_message_lines, cols, rows, ids, parts))
+        streams = [db_order.table(messages, "time_created", partial(_message_group, con, has_parts))]
         if has_parts:
-            yield from _plain_rows(con, "part", "session_id, id",
-                                   "select * from part where message_id not in (select id from message)")
+            orphans = _query(con, "select * from part where message_id not in (select id from message)", "session_id, id")
+            streams.append(_plain_table(orphans, "part", code))
         if "session_message" in tables:
-            yield from _plain_rows(con, "session_message", "time_created, id")
-        yield from _plain_rows(con, "session", "time_created, id")
+            streams.append(_plain_table(_query(con, "select * from session_message", "time_created, id"),
+                                        "session_message", code))
+        sessions = _query(con, "select * from session", "time_created, id")
+        last = db_order.last_times(con, "message", "session_id", "time_created")
+        streams.append(db_order.owners(sessions, "id", last, "time_created",
+                                       keyed_group(partial(_plain_lines, "session"), code, ("session",))))
+        yield from db_order.merged(streams, GROUP_MESSAGES)
     finally:
         con.close()
 
@@ -337,11 +338,18 @@ def _parts_of(con: sqlite3.Connection, message_ids: list) -> tuple[list[str], di
     return cols, out
 
 
-def _plain_rows(con, table: str, order: str, select: str | None = None) -> Iterator[Group]:
-    """A table's rows as groups (adapters/base.py row_groups): session_message, the 2026 event
+def _plain_table(cur: sqlite3.Cursor, table: str, code: bytes) -> db_order.Table:
+    """A table's rows, each a line of its own, in time: session_message, the 2026 event
     table, may come to hold what message and part hold now."""
-    cur = _query(con, select or f"select * from {table}", order)
-    yield from row_groups(cur, partial(_plain_lines, table), code_key(sys.modules[__name__], base), (table,))
+    return db_order.table(cur, "time_created", keyed_group(partial(_plain_lines, table), code, (table,)))
+
+
+def _message_group(con: sqlite3.Connection, has_parts: bool, cols: list[str], rows: list[tuple]) -> Group:
+    """Messages and their parts as one Group, keyed by their rows (_messages_key)."""
+    at = cols.index("id") if "id" in cols else None
+    ids = [r[at] if at is not None else None for r in rows]
+    parts = _parts_of(con, ids) if has_parts else ([], {})
+    return Group(_messages_key(cols, rows, ids, parts), partial(_message_lines, cols, rows, ids, parts))
 
 
 def _plain_lines(table: str, cols: list[str], rows: list[tuple]) -> Iterator[bytes]:

@@ -71,8 +71,10 @@ FIGURES = (
     Figure(("rewrites", "*", "ratio_to_whole"), "pick-up / read whole: {}", "lower", "ratio"),
     Figure(("rewrites", "*", "tail_ratio_to_whole"), "pick-up / read whole: {}, tail rewritten", "lower", "ratio"),
     Figure(("rewrites", "*", "taken_up_ratio_to_whole"), "pick-up / read whole: {}, taken up", "lower", "ratio"),
+    Figure(("rewrites", "*", "turn_ratio_to_whole"), "pick-up / read whole: {}, a turn", "lower", "ratio"),
     Figure(("rewrites", "*", "records"), "records a pick-up loads: {}", "same", "count"),
     Figure(("rewrites", "*", "taken_up_records"), "records a pick-up loads: {}, taken up", "same", "count"),
+    Figure(("rewrites", "*", "turn_records"), "records a pick-up loads: {}, a turn", "same", "count"),
 )
 #: The parameters that size each section: absolute figures of a section compare only when the
 #: two runs used the same.

@@ -23,8 +23,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from stores import (cline_messages, cursor_bubble, cursor_store, gemini_log, gemini_turn, goose_db, opencode_db,
-                    opencode_turn)
+from stores import (cline_messages, cursor_bubble, cursor_store, gemini_log, gemini_turn, goose_db, goose_turn,
+                    opencode_db, opencode_turn)
 
 TASK = "1780000000000"
 
@@ -89,6 +89,12 @@ def rewrites(script: str, work: Path, mb: int) -> dict:
     con.commit()
     same = _ingest(script, db, "goose", sessions.parent)
     same_lake = lake_bytes(db)
+    con.close()
+    # an answer, its usage row and the session's totals: those load, not every usage row
+    goose_turn(sessions / "sessions.db", 1)
+    turn = _ingest(script, db, "goose", sessions.parent)
+    turn_lake = lake_bytes(db)
+    con = sqlite3.connect(sessions / "sessions.db")
     # its first line (the first message) changed: everything loads again
     con.execute("update messages set content_json = ? where id = (select min(id) from messages)",
                 (json.dumps([{"type": "text", "text": "edited"}]),))
@@ -99,8 +105,11 @@ def rewrites(script: str, work: Path, mb: int) -> dict:
                                "first_seconds": round(first["seconds"], 2), "first_lake_mb": round(lake / 1e6, 1),
                                "seconds": round(same["seconds"], 2), "records": same["records"],
                                "lake_growth_mb": round((same_lake - lake) / 1e6, 2),
+                               "turn_seconds": round(turn["seconds"], 2), "turn_records": turn["records"],
+                               "turn_lake_growth_mb": round((turn_lake - same_lake) / 1e6, 2),
                                "whole_seconds": round(whole["seconds"], 2), "whole_records": whole["records"],
-                               "ratio_to_whole": round(same["seconds"] / whole["seconds"], 3)}
+                               "ratio_to_whole": round(same["seconds"] / whole["seconds"], 3),
+                               "turn_ratio_to_whole": round(turn["seconds"] / whole["seconds"], 3)}
 
     store = work / "cursor" / "User" / "globalStorage" / "state.vscdb"
     cursor_store(store, mb)
@@ -194,6 +203,8 @@ def report(res: dict) -> str:
         f"  goose database  {g['mb']} MB, a row in a table not read: {g['seconds']} s, {g['records']} records, "
         f"lake +{g['lake_growth_mb']} MB (first load {g['first_seconds']} s, {g['first_lake_mb']} MB); "
         f"read whole {g['whole_seconds']} s -> ratio {g['ratio_to_whole']}",
+        f"  same database   an answer, its usage row and the session's totals: {g['turn_seconds']} s, "
+        f"{g['turn_records']} records, lake +{g['turn_lake_growth_mb']} MB -> ratio {g['turn_ratio_to_whole']}",
         f"  Cursor store    {u['mb']} MB, a bubble in the latest chat: {u['seconds']} s, {u['records']} records, "
         f"lake +{u['lake_growth_mb']} MB (first load {u['first_seconds']} s, {u['first_lake_mb']} MB); "
         f"read whole {u['whole_seconds']} s -> ratio {u['ratio_to_whole']}",

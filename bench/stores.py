@@ -43,20 +43,42 @@ def _builder(source: str):
 
 
 def goose_db(path: Path, mb: int, seed: int = 6) -> None:
+    """A goose sessions.db whose messages alternate user and assistant, and, as goose (schema
+    15 and later) writes them, a usage row for each request an answer took."""
     build = _builder("goose")
     build.write_db(path)
     rng = random.Random(seed)
     con = sqlite3.connect(path)
     size, i = 0, 0
     while size < mb * 1e6:
-        rows = []
+        rows, usage = [], []
         for _ in range(1000):
             body = json.dumps([{"type": "text", "text": _words(rng, int(rng.lognormvariate(5, 1)))}])
-            rows.append((f"bench_{i}", "20260505_1", "user" if i % 2 else "assistant", body, build.T0 + i))
+            role = "user" if i % 2 else "assistant"
+            rows.append((f"bench_{i}", "20260505_1", role, body, build.T0 + i))
+            if role == "assistant":
+                usage.append(("20260505_1", build.T0 + i, 1000 + i, 50))
             size += len(body)
             i += 1
         con.executemany("insert into messages (message_id, session_id, role, content_json, created_timestamp) "
                         "values (?, ?, ?, ?, ?)", rows)
+        con.executemany("insert into usage_ledger (session_id, created_timestamp, model, input_tokens, output_tokens) "
+                        "values (?, ?, 'gpt-5', ?, ?)", usage)
+    con.commit()
+    con.close()
+
+
+def goose_turn(path: Path, i: int) -> None:
+    """The session goes on, as goose writes it: the answer, its request's usage row, and the
+    session's totals."""
+    build = _builder("goose")
+    con = sqlite3.connect(path)
+    at = build.T0 + 10_000_000 + i
+    con.execute("insert into messages (message_id, session_id, role, content_json, created_timestamp) "
+                "values (?, '20260505_1', 'assistant', ?, ?)", (f"bench_turn_{i}", json.dumps([{"type": "text", "text": "done"}]), at))
+    con.execute("insert into usage_ledger (session_id, created_timestamp, model, input_tokens, output_tokens) "
+                "values ('20260505_1', ?, 'gpt-5', 1200, 40)", (at,))
+    con.execute("update sessions set total_tokens = coalesce(total_tokens, 0) + 1240 where id = '20260505_1'")
     con.commit()
     con.close()
 

@@ -143,11 +143,12 @@ def test_live_wal_database_is_read_whole_and_left_alone(tmp_path):
                     (build.SUB, build.T0 + 90, build.T0 + 90))
         s = run(db, tmp_path / "weather-app")
         # a commit that only reaches the -wal is a change: the database is read again whole;
-        # its messages come first, so only the new one and the session rows after it load
-        assert (s.files_changed, s.records_added) == (1, 3)
+        # its rows are in time, each session's right after its last message (adapters/db_order.py),
+        # so only the new message and its session's row, which moved after it, load
+        assert (s.files_changed, s.records_added) == (1, 2)
         assert scalar(db, "select count(*) from stg_records") == 17
         assert scalar(db, "select count(*) from messages where text = 'more'") == 1
-        assert rows(db, "select file_epoch, count(*) from stg_records group by 1 order by 1") == [(1, 14), (2, 3)]
+        assert rows(db, "select file_epoch, count(*) from stg_records group by 1 order by 1") == [(1, 15), (2, 2)]
     finally:
         con.close()
 

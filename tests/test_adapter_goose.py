@@ -124,19 +124,20 @@ def test_live_wal_database_is_read_whole_and_left_alone(tmp_path):
                     "values ('msg_new', '20260505_2', 'user', '[{\"type\":\"text\",\"text\":\"more\"}]', ?)",
                     (build.T0 + 90,))
         s = run(db, tmp_path / "goose")
-        # read again whole; messages come first, so the earlier ones stay where they were
-        # loaded and the new message, the usage rows and the sessions after it load again
-        assert (s.files_changed, s.records_added) == (1, 5)
+        # read again whole; the rows are in time, each session's right after its last message
+        # (adapters/db_order.py), so the others stay where they were loaded and only the new
+        # message and its session's row, which moved after it, load
+        assert (s.files_changed, s.records_added) == (1, 2)
         assert scalar(db, "select count(*) from stg_records") == 19
         assert scalar(db, "select count(*) from messages where message_id = 'msg_new'") == 1
-        assert rows(db, "select file_epoch, count(*) from stg_records group by 1 order by 1") == [(1, 14), (2, 5)]
+        assert rows(db, "select file_epoch, count(*) from stg_records group by 1 order by 1") == [(1, 17), (2, 2)]
         # as goose writes a message: its session's row changes too, and still only the tail loads
         con.execute("insert into messages (message_id, session_id, role, content_json, created_timestamp) "
                     "values ('msg_new2', '20260505_2', 'assistant', '[{\"type\":\"text\",\"text\":\"ok\"}]', ?)",
                     (build.T0 + 95,))
         con.execute("update sessions set updated_at = '2026-05-05 11:00:00', total_tokens = 999 where id = '20260505_2'")
         s = run(db, tmp_path / "goose")
-        assert (s.files_changed, s.records_added) == (1, 5)
+        assert (s.files_changed, s.records_added) == (1, 2)
         assert scalar(db, "select count(*) from stg_records") == 20
     finally:
         con.close()
@@ -153,7 +154,7 @@ def test_malformed_json_column_quarantines_only_that_row(tmp_path):
     assert (s.records_added, s.quarantined) == (15, 3)
     got = rows(db, "select reason, raw_text, error from quarantine order by line_no")
     assert [r[0] for r in got] == ["malformed_row"] * 3
-    # messages come before the sessions (adapters/goose.py: the rows that change go last)
+    # in time, each session right after its last message (adapters/db_order.py)
     assert "msg_20260505_1_3: column content_json" in got[0][1] and '"toolResult": {' in got[0][1]
     assert "msg_20260505_1_5: column metadata_json" in got[1][1]
     assert "sessions row 20260505_2: column model_config_json is not valid JSON" == got[2][2].removeprefix("goose ")
@@ -239,7 +240,7 @@ def test_text_timestamps_and_millisecond_epochs(tmp_path):
     run(db, tmp_path / "goose")
     got = rows(db, "select session_id, \"timestamp\"::varchar, timestamp_raw from stg_records "
                    "where record_type = 'session' or message_id = 'msg_20260505_1_1' "
-                   "order by record_type = 'session' desc, line_no")
+                   "order by record_type = 'session' desc, session_id, line_no")
     assert got == [
         ("20260505_1", "2026-05-05 10:00:00.5", "2026-05-05 12:00:00.500+02:00"),
         ("20260505_2", "2026-05-05 10:00:30", "2026-05-05T10:00:30Z"),

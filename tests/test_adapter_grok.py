@@ -293,10 +293,11 @@ def test_live_stores_load_from_their_first_changed_line(evolving):
     assert untouched
     assert (first.files_scanned, first.quarantined) == (6, 0)
     # updates.jsonl from the last answer's first chunk (the run's text it carries grew) and the
-    # new chunk; grok.db from its first changed line, the new message: it, then the 3 tool
-    # calls, 4 usage events, 1 compaction and 2 sessions written after the messages (with the
-    # sessions first, as before, the session's new update time loaded all 24 lines again)
-    assert (second.files_changed, second.records_added) == (2, 2 + 11)
+    # new chunk; grok.db the new message and its session's row, which moved after it: the rows
+    # are in time, each session's after its last message (adapters/db_order.py). With every
+    # session after all the rows, as before, the 3 tool calls, 4 usage events, 1 compaction
+    # and 2 sessions loaded again too; with the sessions first, all 24 lines
+    assert (second.files_changed, second.records_added) == (2, 2 + 2)
     # the chunk continues the last answer: one message grows, none is added
     assert rows(db, "select text from messages where session_id = ? order by line_no desc limit 1", [bb.S1]) == [
         ("README updated. Also the CLI help.",)]

@@ -140,11 +140,12 @@ def test_live_wal_database_is_read_whole_and_left_alone(tmp_path):
                     (CONT, build.T0 + 700))
         s = run(db, home)
         # a commit that only reaches the -wal is a change: the database is read again whole;
-        # its messages come first, so only the new one and the session rows after it load
-        assert (s.files_changed, s.records_added) == (1, 3)
+        # its rows are in time, each session's right after its last message (adapters/db_order.py),
+        # so only the new message and its session's row, which moved after it, load
+        assert (s.files_changed, s.records_added) == (1, 2)
         assert scalar(db, "select count(*) from stg_records") == 17
         assert scalar(db, "select count(*) from messages where text = 'more'") == 1
-        assert rows(db, "select file_epoch, count(*) from stg_records group by 1 order by 1") == [(1, 14), (2, 3)]
+        assert rows(db, "select file_epoch, count(*) from stg_records group by 1 order by 1") == [(1, 15), (2, 2)]
     finally:
         con.close()
 
@@ -160,7 +161,7 @@ def test_malformed_json_columns_quarantine_only_their_rows(tmp_path):
     assert (s.records_added, s.quarantined) == (13, 3)
     got = rows(db, "select reason, error, raw_text from quarantine order by line_no")
     assert [r[0] for r in got] == ["malformed_row"] * 3
-    # messages come before the sessions (adapters/hermes.py: the rows that change go last)
+    # in time, each session right after its last message (adapters/db_order.py)
     assert "hermes messages row 2: column tool_calls" in got[0][2] and '"function": {' in got[0][2]
     assert "hermes messages row 8: column content" in got[1][2]
     assert got[2][1] == f"hermes sessions row {CONT}: column model_config is not valid JSON"

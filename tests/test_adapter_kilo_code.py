@@ -143,7 +143,7 @@ def test_database_sessions_messages_and_tools(store):
                       "where list_contains(?, r.source_file) and r.message_id = 'msg_a003' order by block_index", [contract])
     assert blocks == [("text", None), ("image", "image/png")]
     assert rows(db, "select kind, text from stg_records where list_contains(?, source_file) and role is null "
-                    "and kind <> 'metadata' order by line_no", [contract]) == [
+                    "and kind <> 'metadata' order by kind", [contract]) == [
         ("part", "left behind by a revert"), ("session_message", None)]
 
 

@@ -182,8 +182,10 @@ def test_live_wal_database_is_read_whole_and_left_alone(tmp_path):
         con.execute("insert into transcript_events values (?, 7, ?, ?)",
                     (W2, json.dumps(build.user("b0000007", "b0000006", 700, "one more")), build.ms(700)))
         s = run(db, tmp_path / ".openclaw")
-        # read again whole: the lines before the first changed one stay, the rest loads again
-        assert (s.files_changed, s.records_added) == (1, 4)
+        # read again whole: the rows are in time, each session's window and node right after
+        # its last event (adapters/db_order.py), so the new event loads, and W2's window and
+        # node, which moved after it; the rest stays where it was loaded
+        assert (s.files_changed, s.records_added) == (1, 3)
         assert scalar(db, "select count(*) from stg_records") == 25
     finally:
         con.close()
@@ -198,9 +200,10 @@ def test_malformed_json_columns_quarantine_only_their_rows(tmp_path):
     s = run(db, tmp_path / ".openclaw")
     assert (s.records_added, s.quarantined) == (23, 2)
     got = rows(db, "select reason, error from quarantine order by line_no")
+    # in time: the subagent's node right after its session's last event
     assert got == [
-        ("malformed_row", "openclaw session_nodes row agent:main:subagent:7d3e: column entry_json is not valid JSON"),
-        ("malformed_row", f"openclaw transcript_events row {W3}#9: column event_json is not valid JSON")]
+        ("malformed_row", f"openclaw transcript_events row {W3}#9: column event_json is not valid JSON"),
+        ("malformed_row", "openclaw session_nodes row agent:main:subagent:7d3e: column entry_json is not valid JSON")]
     # the window still knows its parent and the subagent's messages still load
     assert rows(db, f"select parent_session_id, message_count from sessions where session_id = '{W3}'") == [(W2, 2)]
 

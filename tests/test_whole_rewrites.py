@@ -388,9 +388,10 @@ def test_a_database_whose_earlier_rows_change_keeps_the_rows_before_them(tmp_pat
 
 @pytest.mark.parametrize("group", [1, 2, 256])
 def test_an_opencode_database_as_a_session_goes_on_reads_like_a_fresh_load(tmp_path, monkeypatch, group):
-    """Messages come GROUP_MESSAGES at a time as groups keyed by their rows: only the groups
-    whose rows changed, or that follow lines that changed, are made again, and the warehouse
-    reads as a fresh load after each step whatever the groups' size."""
+    """Messages come GROUP_MESSAGES at a time as groups keyed by their rows and those of the
+    sessions whose rows come between (each right after its last message, adapters/db_order.py):
+    only the groups whose rows changed, or that follow lines that changed, are made again, and
+    the warehouse reads as a fresh load after each step whatever the groups' size."""
     from convarch.adapters import opencode
 
     spec = importlib.util.spec_from_file_location("opencode_build", REPO / "fixtures" / "opencode" / "build_contract.py")
@@ -405,16 +406,24 @@ def test_an_opencode_database_as_a_session_goes_on_reads_like_a_fresh_load(tmp_p
     try:
         db = tmp_path / "w" / "convarch.duckdb"
         run(db, opencode, data)
-        n = con.execute("select count(*) from message").fetchone()[0]
-        assert sum(made) == n and len(made) == -(-n // group)
+        order = [r[0] for r in con.execute("select session_id from message order by time_created, id")]
+        n = len(order)
+        # the subagent's last message is followed by 4 of the main session's
+        assert order[-1] == build.MAIN and len(order) - 1 - max(i for i, s in enumerate(order) if s == build.CHILD) == 4
+        starts = set(range(0, n, group)) | {i + 1 for i in range(n - 1) if order[i] not in order[i + 1:]}
+        assert sum(made) == n and len(made) == len(starts)
         last = con.execute("select id from message order by time_created desc, id desc limit 1").fetchone()[0]
         first = con.execute("select id from message order by time_created, id limit 1").fetchone()[0]
+        # a group ends at its last message, so a session's row after it goes with the next
+        # message's group (the counts below are for groups of one message)
         steps = [
             # the latest message gains a part, and its session's counters move, as OpenCode writes
             ("insert into part values ('prt_zz1', ?, ?, 9, 9, ?)",
-             (last, build.CHILD, json.dumps({"type": "text", "text": "Done."})), 1),
+             (last, build.MAIN, json.dumps({"type": "text", "text": "Done."})), 1),
             ("update session set time_updated = time_updated + 1, tokens_output = tokens_output + 5 where id = ?",
-             (build.CHILD,), 0),
+             (build.MAIN,), 0),
+            # an earlier session's row changed: the group it is in and every one after it
+            ("update session set time_updated = time_updated + 1 where id = ?", (build.CHILD,), 4),
             ("insert into message values ('msg_zzzzzzzzzzzzzzzzzzzzzzzzzz', ?, 1778666499000, 1778666499000, ?)",
              (build.MAIN, json.dumps({"role": "user", "time": {"created": 1778666499000}})), 1),
             ("delete from part where id = 'prt_zz1'", (), 2),
@@ -426,9 +435,47 @@ def test_an_opencode_database_as_a_session_goes_on_reads_like_a_fresh_load(tmp_p
             con.execute(statement, params)
             made.clear()
             run(db, opencode, data)
-            if group == 1 or messages_made in (0, n + 1):
+            if group == 1 or messages_made == n + 1:
                 assert sum(made) == messages_made, statement
             same_as_fresh(db, opencode, data, tmp_path / f"fresh{i}")
+    finally:
+        con.close()
+
+
+def test_a_session_that_goes_on_loads_its_new_message_and_its_own_row_alone(tmp_path):
+    """Sessions' rows come each right after its last message, not all after the messages: a
+    database of many sessions that gained a message loads that message and that session's
+    row, not every session's row again; a session taken up again moves to the end with its
+    row alone."""
+    from convarch.adapters import opencode
+
+    spec = importlib.util.spec_from_file_location("opencode_build", REPO / "fixtures" / "opencode" / "build_contract.py")
+    build = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build)
+    data = tmp_path / "opencode"
+    con = build.write_db(data / "opencode.db", wal=True, keep_open=True)
+    try:
+        for k in range(40):
+            con.execute("insert into session (id, project_id, slug, directory, title, version, time_created, time_updated) "
+                        "values (?, 'p', ?, '/w', ?, '1.2.10', ?, ?)", (f"ses_old{k:03d}", f"s{k}", f"old {k}", 1000 + k, 1000 + k))
+            con.execute("insert into message values (?, ?, ?, ?, ?)",
+                        (f"msg_old{k:03d}", f"ses_old{k:03d}", 1000 + k, 1000 + k,
+                         json.dumps({"role": "user", "time": {"created": 1000 + k}})))
+        db = tmp_path / "w" / "convarch.duckdb"
+        first = run(db, opencode, data)
+        assert first.records_added > 80
+        t = 1778666499000
+        con.execute("insert into message values ('msg_zzzzzzzzzzzzzzzzzzzzzzzzzz', ?, ?, ?, ?)",
+                    (build.MAIN, t, t, json.dumps({"role": "user", "time": {"created": t}})))
+        con.execute("update session set time_updated = ? where id = ?", (t, build.MAIN))
+        assert run(db, opencode, data).records_added == 2          # the message and its session's row
+        same_as_fresh(db, opencode, data, tmp_path / "fresh0")
+        # the oldest session taken up again: its message and its row, where they now are
+        con.execute("insert into message values ('msg_zzzzzzzzzzzzzzzzzzzzzzzzzz1', 'ses_old000', ?, ?, ?)",
+                    (t + 1, t + 1, json.dumps({"role": "user", "time": {"created": t + 1}})))
+        assert run(db, opencode, data).records_added == 2
+        # its old row's line is gone: the lines after it stay where they were loaded
+        same_as_fresh(db, opencode, data, tmp_path / "fresh1", numbered=False)
     finally:
         con.close()
 
@@ -511,8 +558,8 @@ def test_a_container_read_the_first_time_is_cut_as_its_lines_are_made(name, tmp_
 def test_a_database_given_as_row_groups_makes_again_only_the_groups_that_changed(tmp_path, monkeypatch, name,
                                                                                 db_path, table, order):
     """goose, Hermes, Crush, OpenClaw and grok-cli give their messages (events) GROUP_ROWS at
-    a time as groups keyed by their rows (adapters/base.py row_groups): a message more makes
-    only the last group again, and the warehouse reads as a fresh load."""
+    a time as groups keyed by their rows (adapters/base.py Group): a message more makes only
+    the groups at the end again, and the warehouse reads as a fresh load."""
     import sqlite3
 
     from convarch.adapters import base
@@ -546,7 +593,10 @@ def test_a_database_given_as_row_groups_makes_again_only_the_groups_that_changed
     con.close()
     taken.clear()
     s = run(db, adapter, root)
-    groups = -(-(n + 1) // 2)
-    assert taken[:groups] == [True] * (groups - 1) + [False]
-    assert s.records_added >= 1
-    same_as_fresh(db, adapter, root, tmp_path / "fresh")
+    # every group is taken as it was but the new message's, its session's row (which moved
+    # after it, adapters/db_order.py) and the group that row's old place had cut in two
+    assert len(taken) >= n // 2 and taken[-1] is False and taken.count(False) <= 3
+    assert 1 <= s.records_added <= 3
+    # a session row that moved from between messages leaves its old line dead there, and the
+    # lines after it keep their numbers (etl/live_lines.py)
+    same_as_fresh(db, adapter, root, tmp_path / "fresh", numbered=False)

@@ -65,7 +65,12 @@ metadata_values as (
         case when record_type = 'agent-meta' then j ->> 'agentType' end as agent_type,
         case when record_type = 'agent-meta' then j ->> 'description' end as agent_description,
         -- other sources: a metadata record carries the session's title, if any, in `text`
-        case when source <> 'claude_code' then nullif(trim(text), '') end as source_title
+        case when source <> 'claude_code' then nullif(trim(text), '') end as source_title,
+        -- which title wins: the last by line, but a label the store keeps beside the
+        -- transcript (OpenClaw's session windows and nodes, given after their session's last
+        -- event) only where the transcript names the session nowhere (its session_info)
+        case when source = 'openclaw' and record_type in ('session_window', 'session_node')
+            then line_no - 4611686018427387904 else line_no end as source_title_key
     from (
         select *, json(metadata_raw) as j
         from records_loaded
@@ -102,8 +107,8 @@ last_metadata as (
         max(line_no) filter (agent_type is not null) as agent_type_line,
         arg_max(agent_description, line_no) as agent_description,
         max(line_no) filter (agent_description is not null) as agent_description_line,
-        arg_max(source_title, line_no) as source_title,
-        max(line_no) filter (source_title is not null) as source_title_line
+        arg_max(source_title, source_title_key) filter (source_title is not null) as source_title,
+        max(source_title_key) filter (source_title is not null) as source_title_line
     from metadata_values
     group by source, session_id, file_id, file_epoch
 ),

@@ -1,0 +1,186 @@
+"""Where each row of an agent's database goes among the lines the adapter gives.
+
+A database is read again whole whenever it changes, and its lines are matched in order against
+the lines it gave before (etl/containers.py): those are kept where they were loaded, and from
+the first line that is new, every line loads again. So a row that changes as the store goes on
+belongs where the store is growing. A session's row changes with every message it gains (its
+counts, cost, update time), and other tables grow beside the messages (goose's usage rows,
+OpenClaw's session windows, grok-cli's tool calls). Given after all the messages, every one of
+those rows followed each new message and loaded again at every pick-up: 764 records for a
+512 MB OpenCode database of 755 sessions that gained a message, 20,506 records (0.47 MB of
+archive) for a 79 MB goose database with a usage row per answer, and all but one line of an
+OpenClaw database whose windows and nodes came first. Merged in time, a new message and what
+it changed come last, and the rest stays where it was loaded.
+
+So a database's tables are merged in time: each table's rows in its own order, the heads
+compared by their time, a table listed earlier first at the same time. A session's time is that
+of its last message (its own time when it has none): its row moves to the end only when that
+session goes on. Rows that carry no time come first, a session whose time cannot be compared
+with its messages' goes last; a schema without the usual columns thus gives its tables one
+after the other, as before.
+
+A database an earlier version loaded, its lines in the old order, loads once more whole the
+first time it changes (151,276 records and 22 s for that OpenCode database); the rows loaded
+before stay in the archive, no longer current.
+"""
+from __future__ import annotations
+
+import hashlib
+import heapq
+import sqlite3
+from collections.abc import Callable, Iterable, Iterator
+from functools import partial
+from typing import NamedTuple
+
+from convarch.adapters import base
+from convarch.adapters.base import Group
+
+#: The time of a row that goes after every row with a time (a session with no message and no
+#: time of its own comparable with its messages').
+LAST = ("last",)
+
+
+class Table(NamedTuple):
+    """A table's part in a merge: its `rows` in the order their lines go, each row's time its
+    value at index `at` (None: no time) or, given `times`, the time beside it there; and
+    `group(cols, rows)`, which makes the Group of consecutive rows of it (or, for rows not
+    worth a key, their lines)."""
+    cols: list[str]
+    rows: Iterable[tuple]
+    group: Callable[[list[str], list[tuple]], Group | Iterable[bytes]]
+    at: int | None = None
+    times: list | None = None
+
+
+#: A group holds at most this many times `size` rows, whatever table they come from (a store
+#: whose first table is nearly empty).
+MOST_ROWS = 8
+
+
+def merged(tables: list[Table], size: int | None = None) -> Iterator[Group]:
+    """The rows of `tables` in time, as groups of consecutive rows.
+
+    A group ends after every `size`-th row of the first table (the messages), counted from its
+    first row, and takes whatever rows of the others come between: goose writes a usage row
+    after each answer, and groups cut wherever the table changed held a row or two each. A row
+    that moves (a session's row after its new last message) then changes the key of the group
+    it left and of the one it joined, and the others keep theirs, so a store read again need
+    not make their lines again (adapters/base.py Group). By default `size` is GROUP_ROWS."""
+    size = size or base.GROUP_ROWS
+    heads = heapq.merge(*(_numbered(i, table) for i, table in enumerate(tables)), key=lambda r: r[0])
+    segments: list[tuple[int, list[tuple]]] = []
+    held = 0
+    for (_, i), n, values in heads:
+        if segments and segments[-1][0] == i:
+            segments[-1][1].append(values)
+        else:
+            segments.append((i, [values]))
+        held += 1
+        if (i == 0 and n % size == size - 1) or held >= MOST_ROWS * size:
+            yield _group(tables, segments)
+            segments, held = [], 0
+    if segments:
+        yield _group(tables, segments)
+
+
+def _group(tables: list[Table], segments: list[tuple[int, list[tuple]]]) -> Group:
+    """One Group of runs of rows of several tables: keyed by each run's key (the rows' Group's,
+    or the hash of lines made at once), its lines theirs in order."""
+    parts: list[Group | list[bytes]] = []
+    for i, rows in segments:
+        made = tables[i].group(tables[i].cols, rows)
+        parts.append(made if isinstance(made, Group) else list(made))
+    if len(parts) == 1 and isinstance(parts[0], Group):
+        return parts[0]
+    h = hashlib.blake2b(digest_size=16)
+    for part in parts:
+        if isinstance(part, Group):
+            h.update(b"g" + part.key)
+        else:
+            h.update(b"l%d:" % len(part))
+            for line in part:
+                h.update(b"%d:" % len(line) + line)
+    return Group(h.digest(), partial(_lines_of, parts))
+
+
+def _lines_of(parts: list[Group | list[bytes]]) -> Iterator:
+    for part in parts:
+        yield from part.lines() if isinstance(part, Group) else part
+
+
+def _numbered(i: int, table: Table) -> Iterator[tuple[tuple, int, tuple]]:
+    sortable = _sortable
+    if table.times is not None:
+        for n, (t, values) in enumerate(zip(table.times, table.rows)):
+            yield (sortable(t), i), n, values
+    elif table.at is None:
+        for n, values in enumerate(table.rows):
+            yield ((0,), i), n, values
+    else:
+        at = table.at
+        for n, values in enumerate(table.rows):
+            yield (sortable(values[at]), i), n, values
+
+
+def _sortable(t) -> tuple:
+    """A row's time as a key any two rows' compare by: none first, then numbers, then text,
+    then anything else by its repr; LAST after all."""
+    kind = type(t)
+    if kind is int or kind is float:
+        return (1, t)
+    if t is LAST:
+        return (4,)
+    if t is None:
+        return (0,)
+    if isinstance(t, (int, float)) and not isinstance(t, bool):
+        return (1, t)
+    if isinstance(t, str):
+        return (2, t)
+    return (3, repr(t))
+
+
+def table(cur: sqlite3.Cursor, time_column: str, group: Callable[[list[str], list[tuple]], Group | Iterable[bytes]]
+          ) -> Table:
+    """A cursor's rows, in its order, at the time in `time_column` (none when the table has no
+    such column)."""
+    cols = [d[0] for d in cur.description]
+    return Table(cols, cur, group, cols.index(time_column) if time_column in cols else None)
+
+
+def owners(cur: sqlite3.Cursor, id_column: str, last: dict, own_time: str | None,
+           group: Callable[[list[str], list[tuple]], Group | Iterable[bytes]]) -> Table:
+    """Owners' rows (sessions) at the time of the last row each owns (`last`: owner id -> the
+    time of its last message), one that owns none at its own time (`own_time`, a column whose
+    times compare with the owned rows'; None for none: it goes last); in that order, the
+    cursor's order among equals."""
+    cols = [d[0] for d in cur.description]
+    at = cols.index(id_column) if id_column in cols else None
+    own = cols.index(own_time) if own_time is not None and own_time in cols else None
+    rows = []
+    for values in cur:
+        key = None if at is None else values[at]
+        if key is not None and key in last:
+            t = last[key]
+        elif own is not None and values[own] is not None:
+            t = values[own]
+        else:
+            t = LAST
+        rows.append((t, values))
+    rows.sort(key=lambda r: _sortable(r[0]))        # stable: the cursor's order among equals
+    return Table(cols, [r[1] for r in rows], group, times=[r[0] for r in rows])
+
+
+def lines(timed: list[tuple[object, bytes]]) -> Table:
+    """Lines made already, each at its time: in time, the list's order among equals."""
+    timed = sorted(timed, key=lambda r: _sortable(r[0]))
+    return Table(["line"], [(line,) for _, line in timed], lambda cols, rows: (r[0] for r in rows),
+                 times=[t for t, _ in timed])
+
+
+def last_times(con: sqlite3.Connection, table: str, owner: str, time: str) -> dict:
+    """Each owner's time of its last row in `table` (a session's last message); empty for a
+    schema without those columns."""
+    try:
+        return dict(con.execute(f"select {owner}, max({time}) from {table} where {owner} is not null group by {owner}"))
+    except sqlite3.OperationalError:
+        return {}

@@ -1,0 +1,102 @@
+"""A database's rows merged in time (adapters/db_order.py): each session's row right after its
+last message, ties to the table listed first, times of any kind compared without failing, and
+groups cut so that a row that moves changes only the groups it left and joined."""
+from __future__ import annotations
+
+import sqlite3
+
+from convarch.adapters import db_order
+from convarch.adapters.base import Group, keyed_group
+
+
+def lines_of(cols, rows):
+    for values in rows:
+        yield repr(dict(zip(cols, values))).encode()
+
+
+def store(sessions, messages, usage=()) -> sqlite3.Connection:
+    con = sqlite3.connect(":memory:")
+    con.execute("create table session (id text, created integer)")
+    con.execute("create table message (id text, session_id text, t integer)")
+    con.execute("create table usage (session_id text, t integer)")
+    con.executemany("insert into session values (?, ?)", sessions)
+    con.executemany("insert into message values (?, ?, ?)", messages)
+    con.executemany("insert into usage values (?, ?)", usage)
+    return con
+
+
+def merged(con, size=256, own_time="created"):
+    group = keyed_group(lines_of, b"code")
+    tables = [db_order.table(con.execute("select * from message order by t, id"), "t", group),
+              db_order.table(con.execute("select * from usage order by t"), "t", group),
+              db_order.owners(con.execute("select * from session order by created, id"), "id",
+                              db_order.last_times(con, "message", "session_id", "t"), own_time, group)]
+    return list(db_order.merged(tables, size))
+
+
+def flat(groups) -> list[str]:
+    return [line.decode() for g in groups for line in g.lines()]
+
+
+def test_a_sessions_row_follows_its_last_message_and_ties_go_to_the_first_table():
+    con = store(sessions=[("a", 1), ("b", 2), ("empty", 25), ("no-time", None)],
+                messages=[("m1", "a", 10), ("m2", "b", 20), ("m3", "a", 30)],
+                usage=[("a", 30), ("b", 20)])
+    got = [eval(x) for x in flat(merged(con))]
+    # by time: m1 10; m2 20, its usage row, b's row (b's last message); the session with no
+    # message at its own time 25; m3 30, its usage row, a's row; a session with no time last
+    assert [r.get("id", "usage:" + r.get("session_id", "")) for r in got] == [
+        "m1", "m2", "usage:b", "b", "empty", "m3", "usage:a", "a", "no-time"]
+    # no comparable time of its own: each goes last, in the cursor's order (a null time first)
+    got = [eval(x).get("id") for x in flat(merged(con, own_time=None))]
+    assert got[-2:] == ["no-time", "empty"]
+
+
+def test_times_of_mixed_kinds_compare_without_failing():
+    con = sqlite3.connect(":memory:")
+    con.execute("create table message (id text, session_id text, t)")
+    con.execute("create table usage (session_id text, t)")
+    con.execute("create table session (id text, created)")
+    con.executemany("insert into message values (?, ?, ?)",
+                    [("m1", "a", None), ("m2", "a", 5), ("m3", "a", "2026-05-05 10:00:00"), ("m4", "a", b"\x01")])
+    con.execute("insert into session values ('a', 'text')")
+    got = [eval(x).get("id") for x in flat(merged(con))]
+    # none, numbers, text, anything else (as SQLite orders them too: its max is the blob)
+    assert got == ["m1", "m2", "m3", "m4", "a"]
+
+
+def test_groups_end_at_every_size_th_message_and_hold_the_rows_between():
+    con = store(sessions=[("a", 1), ("b", 2)],
+                messages=[(f"m{i}", "ab"[i % 2], i) for i in range(10)],
+                usage=[("a", i) for i in range(0, 10, 2)])
+    groups = merged(con, size=4)
+    assert all(isinstance(g, Group) for g in groups)
+    sizes = [sum(1 for x in g.lines() if "'id': 'm" in x.decode()) for g in groups]
+    assert sizes == [4, 4, 2]
+    assert len(flat(groups)) == 10 + 5 + 2
+    # a session taken up again: its row moves after the new message; only the group it left
+    # and the last group change their keys
+    before = [g.key for g in groups]
+    con.execute("insert into message values ('m10', 'a', 10)")
+    after = [g.key for g in merged(con, size=4)]
+    assert after[:2] == before[:2] and after[2] != before[2]
+    con.execute("insert into message values ('m11', 'b', 1)")   # a message back in time: b's row stays
+    assert merged(con, size=4)[0].key != after[0]
+
+
+def test_a_group_holds_a_bounded_number_of_rows_when_the_first_table_is_empty():
+    con = store(sessions=[(f"s{i}", i) for i in range(50)], messages=[])
+    groups = merged(con, size=2)
+    assert [sum(1 for _ in g.lines()) for g in groups] == [2 * db_order.MOST_ROWS] * 3 + [50 - 3 * 2 * db_order.MOST_ROWS]
+
+
+def test_lines_made_at_once_are_keyed_by_their_bytes():
+    con = store(sessions=[], messages=[("m1", "a", 1), ("m2", "a", 3)])
+    group = keyed_group(lines_of, b"code")
+    made = [(2, b"line at 2"), (0, b"line at 0")]
+    tables = [db_order.table(con.execute("select * from message order by t"), "t", group), db_order.lines(made)]
+    groups = list(db_order.merged(tables))
+    assert [x for g in groups for x in g.lines()][0] == b"line at 0"
+    again = list(db_order.merged([db_order.table(con.execute("select * from message order by t"), "t", group),
+                                  db_order.lines([(2, b"line at 2 changed"), (0, b"line at 0")])]))
+    assert again[0].key != groups[0].key
