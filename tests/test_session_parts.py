@@ -41,7 +41,9 @@ last_values as (
         arg_max(j ->> 'lastPrompt', (file_id, line_no)) filter (record_type = 'last-prompt') as last_prompt,
         arg_max(j ->> 'agentType', (file_id, line_no)) filter (record_type = 'agent-meta') as agent_type,
         arg_max(j ->> 'description', (file_id, line_no)) filter (record_type = 'agent-meta') as agent_description,
-        arg_max(nullif(trim(text), ''), (file_id, line_no))
+        -- a label OpenClaw keeps beside the transcript only where the transcript names none
+        arg_max(nullif(trim(text), ''), (file_id, record_type not in ('session_window', 'session_node')
+                                         or source <> 'openclaw', line_no))
             filter (source <> 'claude_code' and nullif(trim(text), '') is not null) as source_title
     from metadata
     group by source, session_id

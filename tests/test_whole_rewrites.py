@@ -480,6 +480,38 @@ def test_a_session_that_goes_on_loads_its_new_message_and_its_own_row_alone(tmp_
         con.close()
 
 
+@pytest.mark.parametrize("name, db_path", [("goose", "sessions/sessions.db"), ("openclaw", "agents/main/agent/openclaw-agent.sqlite")])
+def test_a_database_loaded_in_the_order_before_reads_like_a_fresh_load_after_it(tmp_path, monkeypatch, name, db_path):
+    """A warehouse that loaded a database's tables one after the other (as before they were
+    merged in time) and then reads it in time loads what changed places again, and reads as
+    a fresh load of the store."""
+    import sqlite3
+
+    from convarch.adapters import db_order
+
+    adapter = adapters.get(name)
+    root = tmp_path / name
+    shutil.copytree(REPO / "fixtures" / name / "contract", root)
+    real = db_order.merged
+    monkeypatch.setattr(db_order, "merged", lambda tables, size=None: (g for t in tables for g in real([t], size)))
+    db = tmp_path / "w" / "convarch.duckdb"
+    first = run(db, adapter, root)
+    monkeypatch.setattr(db_order, "merged", real)
+    con = sqlite3.connect(root / db_path)
+    if name == "goose":
+        con.execute("insert into messages (message_id, session_id, role, content_json, created_timestamp) "
+                    "select 'msg_late', session_id, role, content_json, created_timestamp + 1000 from messages "
+                    "order by id desc limit 1")
+    else:
+        con.execute("insert into transcript_events select session_id, seq + 1, event_json, created_at + 1000 "
+                    "from transcript_events order by created_at desc limit 1")
+    con.commit()
+    con.close()
+    again = run(db, adapter, root)
+    assert 1 < again.records_added <= first.records_added + 1
+    same_as_fresh(db, adapter, root, tmp_path / "fresh", numbered=False)
+
+
 def test_the_copy_of_a_grown_document_leaves_out_the_lines_loaded_before(tmp_path, monkeypatch):
     """A store that changed at its end, or not at all, is not written out whole only for its
     first lines to be skipped: the copy starts after them, and the records keep the byte
