@@ -161,7 +161,7 @@ def to_lines(copy: Path, file: SourceFile) -> Iterator[bytes]:
         # again with its earlier lines first and only the tail loads (etl/containers.py)
         streams = [_timed(con, table) for table in ("messages", "usage_ledger") if table in tables]
         sessions = _ordered(con, "sessions")
-        last = db_order.last_times(con, "messages", "session_id", "created_timestamp")
+        last = db_order.last_times(con, "messages", "session_id", "created_timestamp", by="id")
         # a session's own created_at is text, its messages' times are numbers: one with no
         # message goes last
         extra = {"goose_schema_version": version}

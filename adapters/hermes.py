@@ -231,7 +231,7 @@ def _db_lines(copy: Path) -> Iterator[bytes]:
         # database that gained messages then loads only its tail (etl/containers.py)
         messages = _ordered(con, "messages")
         sessions = _ordered(con, "sessions")
-        last = db_order.last_times(con, "messages", "session_id", "timestamp")
+        last = db_order.last_times(con, "messages", "session_id", "timestamp", by="id")
         yield from db_order.merged([
             db_order.table(messages, "timestamp", _group("messages", {})),
             db_order.owners(sessions, "id", last, "started_at", _group("sessions", {"hermes_schema_version": version})),

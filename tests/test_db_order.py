@@ -41,15 +41,18 @@ def flat(groups) -> list[str]:
 def test_a_sessions_row_follows_its_last_message_and_ties_go_to_the_first_table():
     con = store(sessions=[("a", 1), ("b", 2), ("empty", 25), ("no-time", None)],
                 messages=[("m1", "a", 10), ("m2", "b", 20), ("m3", "a", 30)],
-                usage=[("a", 30), ("b", 20)])
-    got = [eval(x) for x in flat(merged(con))]
-    # by time: m1 10; m2 20, its usage row, b's row (b's last message); the session with no
-    # message at its own time 25; m3 30, its usage row, a's row; a session with no time last
-    assert [r.get("id", "usage:" + r.get("session_id", "")) for r in got] == [
-        "m1", "m2", "usage:b", "b", "empty", "m3", "usage:a", "a", "no-time"]
+                usage=[("a", 15), ("b", 20), ("a", 30)])
+    ids = lambda groups: [r.get("id", "usage:" + r.get("session_id", "")) for r in map(eval, flat(groups))]
+    # the last group of messages, not full (as here, in groups of 256), is where the store
+    # grows: every row at its time, a table listed earlier first at the same time: b's row
+    # after its last message, the session with no message at its own time, one with no time
+    # at all last
+    assert ids(merged(con)) == ["m1", "usage:a", "m2", "usage:b", "b", "empty", "m3", "usage:a", "a", "no-time"]
+    # a full group's messages first, then the other tables' rows up to its last message's time
+    assert ids(merged(con, size=2)) == ["m1", "m2", "usage:a", "usage:b", "b", "empty", "m3", "usage:a", "a", "no-time"]
+    assert ids(merged(con, size=1)) == ["m1", "m2", "usage:a", "usage:b", "b", "m3", "usage:a", "empty", "a", "no-time"]
     # no comparable time of its own: each goes last, in the cursor's order (a null time first)
-    got = [eval(x).get("id") for x in flat(merged(con, own_time=None))]
-    assert got[-2:] == ["no-time", "empty"]
+    assert ids(merged(con, own_time=None))[-2:] == ["no-time", "empty"]
 
 
 def test_times_of_mixed_kinds_compare_without_failing():
@@ -74,14 +77,17 @@ def test_groups_end_at_every_size_th_message_and_hold_the_rows_between():
     sizes = [sum(1 for x in g.lines() if "'id': 'm" in x.decode()) for g in groups]
     assert sizes == [4, 4, 2]
     assert len(flat(groups)) == 10 + 5 + 2
-    # a session taken up again: its row moves after the new message; only the group it left
-    # and the last group change their keys
-    before = [g.key for g in groups]
+    # a session taken up again: its row moves after the new message; the full groups keep
+    # their keys, and the lines are those before, that row taken out, then the new message
+    # and the row (the last group, not full, has each row at its time)
+    before, lines = [g.key for g in groups], flat(groups)
     con.execute("insert into message values ('m10', 'a', 10)")
-    after = [g.key for g in merged(con, size=4)]
-    assert after[:2] == before[:2] and after[2] != before[2]
-    con.execute("insert into message values ('m11', 'b', 1)")   # a message back in time: b's row stays
-    assert merged(con, size=4)[0].key != after[0]
+    again = merged(con, size=4)
+    assert [g.key for g in again][:2] == before[:2] and again[2].key != before[2]
+    row = repr({"id": "a", "created": 1})
+    assert flat(again) == [x for x in lines if x != row] + [repr({"id": "m10", "session_id": "a", "t": 10}), row]
+    con.execute("insert into message values ('m11', 'b', 1)")   # a message back in time: its group changes
+    assert merged(con, size=4)[0].key != again[0].key
 
 
 def test_a_group_holds_a_bounded_number_of_rows_when_the_first_table_is_empty():
@@ -93,10 +99,26 @@ def test_a_group_holds_a_bounded_number_of_rows_when_the_first_table_is_empty():
 def test_lines_made_at_once_are_keyed_by_their_bytes():
     con = store(sessions=[], messages=[("m1", "a", 1), ("m2", "a", 3)])
     group = keyed_group(lines_of, b"code")
-    made = [(2, b"line at 2"), (0, b"line at 0")]
-    tables = [db_order.table(con.execute("select * from message order by t"), "t", group), db_order.lines(made)]
-    groups = list(db_order.merged(tables))
-    assert [x for g in groups for x in g.lines()][0] == b"line at 0"
-    again = list(db_order.merged([db_order.table(con.execute("select * from message order by t"), "t", group),
-                                  db_order.lines([(2, b"line at 2 changed"), (0, b"line at 0")])]))
-    assert again[0].key != groups[0].key
+
+    def groups(made):
+        return list(db_order.merged([db_order.table(con.execute("select * from message order by t"), "t", group),
+                                     db_order.lines(made)], size=1))
+
+    first = groups([(2, b"line at 2"), (0, b"line at 0")])
+    assert [[x[:9] for x in g.lines()] for g in first] == [[b"{'id': 'm", b"line at 0"], [b"{'id': 'm", b"line at 2"]]
+    again = groups([(2, b"line at 2 changed"), (0, b"line at 0")])
+    assert again[0].key == first[0].key and again[1].key != first[1].key
+
+
+def test_a_sessions_last_time_is_its_last_rows_by_the_tables_order_when_asked():
+    con = sqlite3.connect(":memory:")
+    con.execute("create table messages (id integer primary key, session_id text, t integer)")
+    con.execute("create index by_session on messages (session_id)")
+    con.executemany("insert into messages (session_id, t) values (?, ?)", [("a", 5), ("b", 7), ("a", 3), (None, 9)])
+    assert db_order.last_times(con, "messages", "session_id", "t") == {"a": 5, "b": 7}
+    # the row written last (an import back in time): its time, found through the index
+    assert db_order.last_times(con, "messages", "session_id", "t", by="id") == {"a": 3, "b": 7}
+    plan = " ".join(r[-1] for r in con.execute(
+        "explain query plan select session_id, max(id) from messages where session_id is not null group by session_id"))
+    assert "COVERING INDEX" in plan
+    assert db_order.last_times(con, "messages", "session_id", "no_such_column", by="id") == {}
