@@ -17,7 +17,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
-import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -167,18 +166,9 @@ def feed_values(h, values) -> None:
         h.update(v)
 
 
-#: Rows a group holds when a table's rows are given as groups (row_groups): a database that
-#: gained rows at its end makes again only its last group or two.
+#: Rows of a table a group holds (adapters/db_order.py): a database that gained rows at its end
+#: makes again only its last group or two.
 GROUP_ROWS = 256
-
-
-def row_groups(cur: sqlite3.Cursor, make: Callable[[list[str], list[tuple]], Iterator[bytes | Unchecked]],
-               code: bytes, context: tuple = ()) -> Iterator[Group]:
-    """The rows of `cur`, GROUP_ROWS at a time, as Groups (keyed_group)."""
-    cols = [d[0] for d in cur.description]
-    group = keyed_group(make, code, context)
-    while rows := cur.fetchmany(GROUP_ROWS):
-        yield group(cols, rows)
 
 
 def keyed_group(make: Callable[[list[str], list[tuple]], Iterator[bytes | Unchecked]], code: bytes,

@@ -358,7 +358,7 @@ def test_a_live_task_rewritten_at_its_tail_again_and_again_reads_like_a_fresh_lo
 @pytest.mark.parametrize("group", [1, 3, 256])
 def test_a_database_whose_earlier_rows_change_keeps_the_rows_before_them(tmp_path, monkeypatch, group):
     """Rows edited, added and deleted before the end, whatever the size of the groups of rows
-    (adapters/base.py row_groups): the warehouse reads as a fresh load."""
+    (adapters/db_order.py): the warehouse reads as a fresh load."""
     from convarch.adapters import base
 
     monkeypatch.setattr(base, "GROUP_ROWS", group)
