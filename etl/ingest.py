@@ -25,7 +25,7 @@ from convarch.etl.extract import earlier_context, extract, index
 from convarch.etl.read_file import Planned, reason
 from convarch.etl.chains import materialize
 from convarch.etl.live_lines import live_lines
-from convarch.etl.compact import Compaction, compact
+from convarch.etl.compact import Compaction, compact, current_versions
 from convarch.etl.written import Written
 from convarch.etl.manifest import moved_from, read_manifest
 from convarch.etl.publish import TABLES, catalog_digest, ensure_seeds, publish
@@ -126,7 +126,9 @@ def _ingest(layout, targets, on_plan, progress, wait_seconds, redact, n_workers,
             merged = Compaction()
             if written:      # only a run that writes files can leave a partition with too many
                 t_compact = time.monotonic()
-                merged = compact(layout, state, run_id, staging, workers, written)
+                current = current_versions(state, [(u["file_id"], u["epoch"]) for u in updates], run_id)
+                merged = compact(layout, state, run_id, staging, workers, written, current)
+                summary.rows_superseded = merged.superseded
                 summary.compact_seconds = time.monotonic() - t_compact
                 summary.files_merged = len(merged.retired) + len(merged.dropped)
                 dropped = {w.path for w in merged.dropped}

@@ -20,6 +20,8 @@ class Summary:
     chain_seconds: float = 0.0
     compact_seconds: float = 0.0
     files_merged: int = 0
+    #: rows of derived tables that later ones superseded, left out when their files were rewritten
+    rows_superseded: int = 0
     redacting: bool = False
     redacted: int = 0
     skipped: list[tuple[str, str]] = field(default_factory=list)
@@ -47,6 +49,7 @@ class Summary:
             "compact_seconds": round(self.compact_seconds, 3),
             "stage_seconds": self.stage_seconds,
             "files_merged": self.files_merged,
+            "rows_superseded": self.rows_superseded,
             "redacting": self.redacting,
             "redacted": self.redacted,
             "files_deferred": self.files_deferred,

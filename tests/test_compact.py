@@ -153,3 +153,85 @@ def test_a_partition_whose_small_files_pass_the_budget_is_merged_a_piece_a_run(m
         ("codex", tuple(f"records/small/{i}.parquet" for i in range(4))),            # 20 KB, whole
         ("claude_code", tuple(f"records/big/{i:02d}.parquet" for i in range(4))),   # the 44 KB left: its 4 oldest
     }
+
+
+def listed_rows(db: Path, table: str) -> int:
+    """Rows of `table` in the files the published catalog lists (the seed holds none)."""
+    import pyarrow.parquet as pq
+    return sum(pq.ParquetFile(f).metadata.num_rows for f in read_manifest(Layout(db))["files"][table])
+
+
+CHAIN_TABLES = ("chain_messages", "resume_messages", "branches", "session_state", "chain_issues")
+
+
+def every_view(db: Path) -> dict[str, list[tuple]]:
+    from helpers import rows
+    got = snapshot_of(db)
+    for view in ("session_state", "chain_issues", "int_session_parts"):
+        got[view] = sorted(rows(db, f"select * exclude (file_id) from {view}"), key=repr)
+    return got
+
+
+def rewrite_head(path: Path, k: int) -> None:
+    """The agent rewrites a transcript from its first line: a new version (epoch) of the file."""
+    lines = path.read_text().splitlines(keepends=True)
+    lines[0] = lines[0].replace("task", f"task (edit {k})", 1)
+    path.write_text("".join(lines))
+
+
+def test_superseded_derived_rows_leave_the_lake_and_every_view_reads_the_same(tmp_path, monkeypatch):
+    """Each pick-up computes a changed file's chains again under its run, and a rewritten
+    file's session facts under its new epoch; the older rows are read by no view. A run
+    rewrites the files they make up a good share of without them: the listed chain files
+    then hold the live rows alone, every view reads as in an archive that kept them all, and
+    the records of a file's earlier versions stay, since they are the archive."""
+    root = tmp_path / "home" / ".claude"
+    corpus(root / "projects", files=12, seed=3)
+    transcripts = sorted(root.rglob("*.jsonl"))
+    dbs = {"kept": tmp_path / "kept" / "w.duckdb", "pruned": tmp_path / "pruned" / "w.duckdb"}
+    superseded = {name: 0 for name in dbs}
+    for k in range(4):
+        if k:
+            append_turn(root, k)                 # six transcripts gain a line
+            rewrite_head(transcripts[-1], k)     # and one is rewritten from its head
+        for name, db in dbs.items():
+            monkeypatch.setattr(compact, "DEAD_SHARE", 2.0 if name == "kept" else 0.25)   # 2: never
+            superseded[name] += run(db, root).rows_superseded
+    assert superseded["kept"] == 0 and superseded["pruned"] > 0
+    assert every_view(dbs["pruned"]) == every_view(dbs["kept"])
+    for table in CHAIN_TABLES:
+        live = scalar(dbs["pruned"], f"select count(*) from {table}")
+        assert listed_rows(dbs["pruned"], table) == live, table
+    assert listed_rows(dbs["kept"], "chain_messages") > scalar(dbs["kept"], "select count(*) from chain_messages")
+    # parts of the rewritten file's earlier versions are gone; its earlier records are not
+    parts = {name: listed_rows(db, "session_parts") for name, db in dbs.items()}
+    assert parts["pruned"] < parts["kept"]
+    assert listed_rows(dbs["pruned"], "records") == listed_rows(dbs["kept"], "records")
+    assert lake_files(dbs["pruned"]) >= listed(dbs["pruned"])
+
+
+def test_files_of_superseded_rows_go_worst_first_within_the_budget(monkeypatch):
+    """A file whose superseded rows reach their share is rewritten in the run's budget left
+    after the merges of small files, the most superseded first; one bigger than the whole
+    budget goes when the run rewrites nothing else, or it never could."""
+    import duckdb
+
+    state = duckdb.connect()
+    state.execute("create table data_files (path varchar, table_name varchar, source varchar, month varchar, "
+                  "run_id bigint, row_count bigint, bytes bigint, retired_run_id bigint)")
+    kb = 1 << 10
+    monkeypatch.setattr(compact, "RUN_BUDGET_BYTES", 64 * kb)
+    part = ("chain_messages", "claude_code", "all")
+    dead = {part: [compact.Dead("chain_messages/r000002_g00_00000.parquet", 40 * kb, 100, 30),
+                   compact.Dead("chain_messages/r000001_g00_00000.parquet", 30 * kb, 100, 90),
+                   compact.Dead("chain_messages/r000003_g00_00000.parquet", 10 * kb, 100, 50)]}
+    got = compact.plan(state, [], dead)
+    # 90 then 50 superseded rows: 40 KB of the budget; the 40 KB file waits for a later run
+    assert [(p.table, p.paths) for p in got] == [
+        ("chain_messages", ["chain_messages/r000001_g00_00000.parquet", "chain_messages/r000003_g00_00000.parquet"])]
+    huge = {part: [compact.Dead("chain_messages/r000004_g00_00000.parquet", 900 * kb, 100, 60)]}
+    assert [p.paths for p in compact.plan(state, [], huge)] == [["chain_messages/r000004_g00_00000.parquet"]]
+    # with small files to merge first, the huge one waits
+    rows = [(f"records/s/{i}.parquet", "records", "codex", "2026-11", i, 1, kb, None) for i in range(8)]
+    state.executemany("insert into data_files values (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+    assert [p.table for p in compact.plan(state, [], huge)] == ["records"]
