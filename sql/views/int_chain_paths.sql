@@ -1,4 +1,4 @@
--- grain: one row per message on the default branch of a Claude Code session file, once per walk: graph = 'full' (the whole logical history, across compact boundaries) or 'resume' (what Claude Code reloads), ordered by position, with the node's columns
+-- grain: one row per message on the default branch of a Claude Code session file, once per walk: graph = 'full' (the whole logical history, across compact boundaries) or 'resume' (what Claude Code reloads), ordered by position, with the node's columns that chain_messages and resume_messages read (a walk's rows are every node's twice over, so the rest are left behind)
 --
 -- Both walks start at the default leaf (int_chain_leaves.is_default_leaf) and follow one
 -- parent per step (claude-chain.md §3.6; a run of them at a time, int_chain_runs), capped at
@@ -262,7 +262,22 @@ final as (
         positioned.position,
         positioned.is_recovered,
         positioned.is_cycle_cut,
-        nodes.* exclude (session_id)
+        nodes.file_id,
+        nodes.node,
+        nodes.line_no,
+        nodes.message_id,
+        nodes.parent_id,
+        nodes.resume_parent_id,
+        nodes.record_type,
+        nodes.subtype,
+        nodes.kind,
+        nodes."timestamp",
+        nodes.is_sidechain,
+        nodes.is_compact_boundary,
+        nodes.is_snipped,
+        nodes.is_api_error,
+        nodes.is_preserved,
+        nodes.api_message_id
     from positioned
     join default_leaves
         on default_leaves.file_id = positioned.file_id
