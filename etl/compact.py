@@ -137,7 +137,7 @@ def dead_files(layout: Layout, state: duckdb.DuckDBPyConnection, fresh: list[Wri
             counts = {Path(f).as_posix(): (n, d) for f, n, d in state.execute(
                 f"select t.filename, count(*), count(*) filter (where t.{column} < c.{key}) "
                 f"from read_parquet({sql_list(layout.lake / p for p, _ in files)}, filename = true, "
-                "hive_partitioning = false) as t "
+                "hive_partitioning = false, union_by_name = true) as t "
                 "left join current_versions as c on c.file_id = t.file_id group by t.filename").fetchall()}
             dead = [Dead(p, b, *counts[(layout.lake / p).as_posix()]) for p, b in files
                     if (layout.lake / p).as_posix() in counts]
