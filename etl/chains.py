@@ -8,6 +8,7 @@ public views read those rows.
 """
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -16,6 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from convarch import sql
+from convarch.etl.errors import ConvarchError
 from convarch.etl.layout import Layout
 from convarch.etl.duck import sql_list
 from convarch.etl.written import Written
@@ -62,6 +64,24 @@ RECORDS_READ = {True: f"t.* {UNREAD['records']} replace (null::varchar as raw)",
 #: walk's per-step cost is shared, small enough that its memory stays bounded.
 GROUP_RECORDS = 50_000
 GROUP_BYTES = 64 << 20
+#: DuckDB memory a group's steps take per thousand records. Every step is a table of the
+#: group's nodes and a walk's window spans a file's rows at once, so a long transcript, which
+#: no group can cut, needs more than a worker has: one of 600,000 records failed at 600 MB and
+#: ran at 800 MB (1.3 KB a record), where it had crashed the whole run at a worker's 300 MB.
+MB_PER_1K_RECORDS = 1.5
+
+
+def memory_cap_mb() -> int:
+    """The most a chain group may take: a quarter of the machine's memory."""
+    try:
+        return max(1024, os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // (4 << 20))
+    except (ValueError, OSError, AttributeError):
+        return 4096
+
+
+def first_try_mb(worker_mb: int, records: int) -> int:
+    """The memory a group of `records` records starts with: a worker's, or what it needs."""
+    return min(memory_cap_mb(), max(worker_mb, int(records * MB_PER_1K_RECORDS / 1000)))
 
 
 def groups_of(files: list[tuple], records: dict[int, int], nbytes: dict[int, int]) -> list[list]:
@@ -115,8 +135,14 @@ def materialize(layout: Layout, state: duckdb.DuckDBPyConnection, run_id: int, e
                 for t, listed in files.items()}
 
     parts = PerWorker(run_id, staging / "chains", "g")
+    size = records or {}
+
+    def build(con: duckdb.DuckDBPyConnection, group: list) -> None:
+        n = sum(size.get(e[0], 0) for e in group)
+        _build_group(con, parts.mine(), group, group_files(group), run_id, workers.memory_mb, first_try_mb(workers.memory_mb, n), n)
+
     try:
-        for _ in workers.map_unordered(lambda con, g: _build_group(con, parts.mine(), g, group_files(g), run_id), groups):
+        for _ in workers.map_unordered(build, groups):
             pass
     except BaseException:
         parts.abandon()
@@ -148,8 +174,46 @@ def _file_id_range(meta: pq.FileMetaData) -> tuple[int, int] | None:
     return None if lo is None else (lo, hi)
 
 
+class ChainMemoryError(ConvarchError):
+    """A transcript's chains did not fit in the most memory a group may take: the run commits
+    nothing, and says which memory it would need."""
+
+
 def _build_group(con: duckdb.DuckDBPyConnection, parts: PartitionFiles, epochs: list[tuple],
-                 files: dict[str, list[tuple[str, bool]]], run_id: int) -> None:
+                 files: dict[str, list[tuple[str, bool]]], run_id: int, worker_mb: int, start_mb: int,
+                 records: int) -> None:
+    """The chains of a group of files, written to the worker's open files. The steps run
+    with `start_mb` of memory, twice that if they run out, and so on up to memory_cap_mb;
+    then the worker gets its own `worker_mb` back."""
+    mb = start_mb
+    try:
+        while True:
+            con.execute(f"set memory_limit = '{int(mb)}MB'")
+            try:
+                _compute_group(con, epochs, files)
+                break
+            except duckdb.OutOfMemoryException as exc:
+                _drop_tables(con)       # what the failed try made holds memory the next needs
+                cap = memory_cap_mb()
+                if mb >= cap:
+                    raise ChainMemoryError(
+                        f"the chains of {len({e[0] for e in epochs})} file(s), {records:,} records, need more "
+                        f"than {cap:,} MB of memory: {exc}".splitlines()[0]) from None
+                mb = min(cap, mb * 2)
+        for name in MATERIALIZED:
+            parts.write(con, name, f"{_with_source(con, name)}, {int(run_id)}::bigint as chain_run_id, 'all' as month "
+                                   f"from {name} as v join (select distinct file_id, source from wanted) as w on w.file_id = v.file_id")
+    finally:
+        _drop_tables(con)
+        con.execute(f"set memory_limit = '{int(worker_mb)}MB'")
+
+
+def _drop_tables(con: duckdb.DuckDBPyConnection) -> None:
+    for name in [*reversed(CHAIN_VIEWS), "stg_blocks", "stg_records"]:
+        con.execute(f"drop table if exists {sql.view_name(name)}")
+
+
+def _compute_group(con: duckdb.DuckDBPyConnection, epochs: list[tuple], files: dict[str, list[tuple[str, bool]]]) -> None:
     # one Arrow table, not a statement per file: executemany cost ~1 ms a row here, 4.6 s for
     # a group of 4,200 small files (a store of one file per event)
     live = [(e[0], epoch, e[2], first, last) for e in epochs for epoch, first, last in e[3]]
@@ -180,8 +244,3 @@ def _build_group(con: duckdb.DuckDBPyConnection, parts: PartitionFiles, epochs: 
         con.execute(f"drop view if exists stg_{table}")
         con.execute(f"create or replace temp table stg_{table} as {' union all by name '.join(selects)}")
     define_chain_views(con, as_tables=True)
-    for name in MATERIALIZED:
-        parts.write(con, name, f"{_with_source(con, name)}, {int(run_id)}::bigint as chain_run_id, 'all' as month "
-                               f"from {name} as v join (select distinct file_id, source from wanted) as w on w.file_id = v.file_id")
-    for name in [*reversed(CHAIN_VIEWS), "stg_blocks", "stg_records"]:
-        con.execute(f"drop table if exists {sql.view_name(name)}")
