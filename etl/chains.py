@@ -9,6 +9,7 @@ public views read those rows.
 from __future__ import annotations
 
 import os
+import re
 import time
 from pathlib import Path
 
@@ -47,6 +48,45 @@ def define_chain_views(con: duckdb.DuckDBPyConnection, *, as_tables: bool = Fals
     kind = "temp table" if as_tables else "view"
     for name in CHAIN_VIEWS:
         con.execute(f"create or replace {kind} {sql.view_name(name)} as {sql.read(name)}")
+
+
+def _reads(name: str) -> set[str]:
+    """The chain relations a view's SQL reads (its comments left out)."""
+    body = "\n".join(line.split("--", 1)[0] for line in sql.read(name).splitlines())
+    names = {sql.view_name(v) for v in CHAIN_VIEWS}
+    return {n for n in names if n != sql.view_name(name) and re.search(rf"\b{n}\b", body)}
+
+
+#: The order ingest builds the chain steps in: each table is dropped once its last reader is
+#: built, so the steps that free the widest ones (the nodes, then int_chain_relinked, which
+#: chain_issues reads) come before the walk, where memory peaks.
+BUILD_ORDER = ("int_chain_nodes", "int_chain_relinked", "int_chain_leaves", "int_chain_runs", "int_chain_depths",
+               "chain_issues", "branches", "int_chain_paths", "chain_messages", "resume_messages", "session_state")
+
+
+def build_chain_tables(con: duckdb.DuckDBPyConnection) -> None:
+    """The chain relations as tables, each step dropped once every step that reads it is
+    built (the materialized views stay, for the caller to write). A long transcript's steps
+    are each a table of its every node, and a walk's peak came with all of them held at once."""
+    order = [v for name in BUILD_ORDER for v in CHAIN_VIEWS if sql.view_name(v) == name]
+    reads = {sql.view_name(v): _reads(v) for v in order}
+    built: set[str] = set()
+    for v in order:         # a step added to the views and not to BUILD_ORDER fails here, not later
+        if missing := reads[sql.view_name(v)] - built:
+            raise RuntimeError(f"BUILD_ORDER builds {sql.view_name(v)} before {sorted(missing)}")
+        built.add(sql.view_name(v))
+    if len(order) != len(CHAIN_VIEWS):
+        raise RuntimeError("BUILD_ORDER does not name every chain view")
+    last_reader: dict[str, str] = {}
+    for v in order:
+        for dep in reads[sql.view_name(v)]:
+            last_reader[dep] = sql.view_name(v)
+    for v in order:
+        name = sql.view_name(v)
+        con.execute(f"create or replace temp table {name} as {sql.read(v)}")
+        for dep, reader in last_reader.items():
+            if reader == name and dep not in MATERIALIZED:
+                con.execute(f"drop table if exists {dep}")
 
 
 #: Columns no chain step reads, left out when a group's rows are loaded: tool inputs and
@@ -243,4 +283,4 @@ def _compute_group(con: duckdb.DuckDBPyConnection, epochs: list[tuple], files: d
         ]
         con.execute(f"drop view if exists stg_{table}")
         con.execute(f"create or replace temp table stg_{table} as {' union all by name '.join(selects)}")
-    define_chain_views(con, as_tables=True)
+    build_chain_tables(con)
