@@ -28,7 +28,7 @@ import pyarrow.parquet as pq
 from convarch.etl.layout import Layout
 from convarch.etl.duck import sql_list, sql_literal
 from convarch.etl.written import Written, written_files
-from convarch.etl import partfiles
+from convarch.etl import partfiles, readers
 from convarch.etl.manifest import read_manifest
 from convarch.etl.workers import Workers
 
@@ -308,17 +308,21 @@ def _same_columns(layout: Layout, part: Partition) -> list[list[str]]:
 
 
 def purge_retired(layout: Layout, state: duckdb.DuckDBPyConnection) -> int:
-    """Delete the files retired by runs that finished more than RETIRED_GRACE ago, unless the
-    published catalog still lists them (a run that died before publishing)."""
+    """Delete the files retired by runs that finished more than RETIRED_GRACE ago, or sooner
+    once no catalog a reader holds open names them (etl/readers.py), unless the published
+    catalog still lists them (a run that died before publishing)."""
     cutoff = datetime.now(UTC).replace(tzinfo=None) - RETIRED_GRACE
     manifest = read_manifest(layout) or {}
     listed = {str(Path(f)) for files in manifest.get("files", {}).values() for f in files}
+    held = readers.held_files(layout, state)
+    named, since = ({str(Path(f)) for f in held[0]}, held[1]) if held else (set(), None)
     rows = [
-        (path,) for (path,) in state.execute(
-            "select d.path from data_files as d join ingest_runs as r on r.run_id = d.retired_run_id "
-            "where r.finished_at <= ?", [cutoff],
+        (path,) for (path, run_id, finished) in state.execute(
+            "select d.path, d.run_id, r.finished_at from data_files as d "
+            "join ingest_runs as r on r.run_id = d.retired_run_id where r.finished_at is not null"
         ).fetchall()
         if str(layout.lake / path) not in listed
+        and (finished <= cutoff or (since is not None and run_id >= since and str(layout.lake / path) not in named))
     ]
     for (path,) in rows:
         (layout.lake / path).unlink(missing_ok=True)

@@ -22,6 +22,8 @@ from convarch.etl.duck import connect, sql_list, sql_literal
 from convarch.etl.layout import Layout, make_private, replace_durably
 from convarch.etl.chains import CHAIN_VIEWS, MATERIALIZED, define_chain_views
 from convarch.etl.quarantine import QUARANTINE_SCHEMA
+from convarch.etl.manifest import read_manifest
+from convarch.etl.readers import keep_outgoing
 
 TABLES = ("records", "blocks", "quarantine", "search_docs", "postings", "session_parts", *MATERIALIZED)
 #: Views whose rows the catalog stores, computed once per publish from the views they read:
@@ -160,6 +162,8 @@ def publish(layout: Layout, state: duckdb.DuckDBPyConnection, run_id: int) -> No
     finally:
         con.close()
     make_private(tmp)
+    outgoing = read_manifest(layout) or {}
+    keep_outgoing(layout, state, run_id, [f for paths in outgoing.get("files", {}).values() for f in paths])
     os.replace(tmp, layout.db)
     write_manifest(layout, run_id, files)
 

@@ -11,7 +11,7 @@ import pytest
 from convarch.adapters import claude_code
 from convarch.etl import compact
 from convarch.etl import extract as extract_mod
-from convarch.etl import partfiles
+from convarch.etl import partfiles, readers
 from convarch.etl.ingest import ingest
 from convarch.etl.layout import Layout
 from convarch.etl.manifest import read_manifest
@@ -63,9 +63,11 @@ def test_merged_lake_reads_exactly_like_the_unmerged_one(tmp_path, monkeypatch, 
 
 
 def test_retired_files_wait_out_the_grace_then_go(tmp_path, monkeypatch, small_batches):
+    """Where no one can tell which catalogs a reader holds (no /proc/locks)."""
     root = tmp_path / "home" / ".claude"
     corpus(root / "projects", files=12, seed=5)
     monkeypatch.setattr(compact, "SMALL_FILES", 3)
+    monkeypatch.setattr(readers, "LOCKS", tmp_path / "no-proc-locks")
     db = tmp_path / "w" / "w.duckdb"
     run(db, root)
     for k in range(1, 6):          # each append run adds a small file per partition it touches
@@ -235,3 +237,42 @@ def test_files_of_superseded_rows_go_worst_first_within_the_budget(monkeypatch):
     rows = [(f"records/s/{i}.parquet", "records", "codex", "2026-11", i, 1, kb, None) for i in range(8)]
     state.executemany("insert into data_files values (?, ?, ?, ?, ?, ?, ?, ?)", rows)
     assert [p.table for p in compact.plan(state, [], huge)] == ["records"]
+
+
+@pytest.mark.skipif(not readers.can_tell(), reason="no /proc/locks on this system")
+def test_retired_files_go_once_no_reader_holds_a_catalog_that_names_them(tmp_path, monkeypatch, small_batches):
+    """A notebook holding an older catalog keeps every file it names, however many runs go by;
+    once it lets go, the next run deletes them without waiting out the grace."""
+    import duckdb
+
+    root = tmp_path / "home" / ".claude"
+    corpus(root / "projects", files=12, seed=5)
+    monkeypatch.setattr(compact, "SMALL_FILES", 3)
+    db = tmp_path / "w" / "w.duckdb"
+    run(db, root)
+    notebooks = []
+    for k in range(1, 6):
+        notebooks.append((duckdb.connect(str(db), read_only=True), listed(db)))
+        append_turn(root, k)
+        if run(db, root).files_merged:
+            break
+    else:
+        pytest.fail("five append runs never merged their small files")
+    retired = notebooks[-1][1] - listed(db)
+    assert retired
+    for k in (6, 7):           # later runs purge, and must leave what the notebooks read
+        append_turn(root, k)
+        run(db, root)
+        assert retired <= lake_files(db), "a file an open catalog names went"
+    for con, _ in notebooks:    # each still reads its own state whole
+        assert con.execute("select count(*) from stg_records").fetchone()[0] > 0
+    held_dir = readers.kept_dir(Layout(db))
+    assert len(list(held_dir.glob("*.duckdb"))) >= len(notebooks)
+    for con, _ in notebooks:
+        con.close()
+    append_turn(root, 8)
+    run(db, root)
+    assert not (retired & lake_files(db)), "files no reader holds waited for the grace"
+    assert lake_files(db) >= listed(db)
+    # only the catalog this last run replaced is kept, until the next run finds it free
+    assert len(list(held_dir.glob("*.duckdb"))) == 1, "catalogs no one holds were kept"

@@ -1,0 +1,101 @@
+"""Which replaced catalogs a reader still holds open, so files merged away can go once none does.
+
+Each ingest swaps in a new catalog; a notebook that opened an older one keeps reading the
+Parquet files that one names, so compaction's merged-away files used to wait a day
+(etl/compact.py RETIRED_GRACE) before they went. Under `watch`, a long session picked up every
+few seconds retires its whole chain each time: a day of that is gigabytes on disk.
+
+DuckDB holds a lock on a database file for as long as it has it open, read-only too, and Linux
+lists every lock with its file's device and inode in /proc/locks. Reading that list needs no
+open file: opening and closing the catalog to test a lock would drop every lock our own process
+holds on it (a notebook may run ingest from the process that reads the catalog). So publishing
+keeps a hard link to each catalog it replaces, beside the list of files it names; a later run
+drops the kept catalogs no process holds, and a merged-away file that no held catalog names can
+go at once. Where /proc/locks is missing, nothing is kept and the day's wait stands.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import duckdb
+
+from convarch.etl.layout import Layout, make_private
+
+LOCKS = Path("/proc/locks")
+#: The state setting naming the first run from which every replaced catalog was kept: files
+#: registered before it may be named by a catalog no one kept, and wait out the grace.
+KEPT_SINCE = "catalogs_kept_since_run"
+
+
+def kept_dir(layout: Layout) -> Path:
+    return layout.data_dir / "catalogs"
+
+
+def can_tell() -> bool:
+    return LOCKS.is_file()
+
+
+def _locked() -> set[tuple[int, int, int]]:
+    """(major, minor, inode) of every file some process holds a lock on."""
+    held = set()
+    for line in LOCKS.read_text().splitlines():
+        fields = line.split()
+        # "1: POSIX  ADVISORY  READ 4253 fe:00:2146351 0 EOF"; a blocked waiter's line has
+        # "->" after its number, which shifts the fields by one
+        for field in fields[4:7]:
+            parts = field.split(":")
+            if len(parts) == 3:
+                try:
+                    held.add((int(parts[0], 16), int(parts[1], 16), int(parts[2])))
+                except ValueError:
+                    pass
+                break
+    return held
+
+
+def keep_outgoing(layout: Layout, state: duckdb.DuckDBPyConnection, run_id: int, files: list[str]) -> None:
+    """Before a new catalog replaces the current one (which names `files`), keep a link to the
+    current one and that list. Where locks cannot be read, say that catalogs are not kept."""
+    if not can_tell():
+        state.execute("delete from settings where key = ?", [KEPT_SINCE])
+        return
+    if state.execute("select 1 from settings where key = ?", [KEPT_SINCE]).fetchone() is None:
+        state.execute("insert into settings values (?, ?)", [KEPT_SINCE, str(run_id)])
+    if not layout.db.exists():
+        return
+    folder = kept_dir(layout)
+    folder.mkdir(mode=0o700, exist_ok=True)
+    name = f"{run_id:06d}-{time.time_ns()}"
+    listing = folder / f"{name}.json"
+    listing.write_text(json.dumps(files))
+    make_private(listing)
+    os.link(layout.db, folder / f"{name}.duckdb")      # the list first: a link never lacks one
+
+
+def held_files(layout: Layout, state: duckdb.DuckDBPyConnection) -> tuple[set[str], int] | None:
+    """The files named by kept catalogs that a process still holds open, and the run from which
+    every replaced catalog was kept; the kept catalogs no process holds are dropped. None when
+    this cannot be told."""
+    row = state.execute("select value from settings where key = ?", [KEPT_SINCE]).fetchone()
+    if row is None or not can_tell():
+        return None
+    folder = kept_dir(layout)
+    held: set[str] = set()
+    if folder.is_dir():
+        locked = _locked()
+        for listing in sorted(folder.glob("*.json")):
+            link = listing.with_suffix(".duckdb")
+            try:
+                st = link.stat()
+            except FileNotFoundError:      # a run that died between the two
+                listing.unlink(missing_ok=True)
+                continue
+            if (os.major(st.st_dev), os.minor(st.st_dev), st.st_ino) in locked:
+                held.update(json.loads(listing.read_text()))
+            else:
+                link.unlink(missing_ok=True)
+                listing.unlink(missing_ok=True)
+    return held, int(row[0])
