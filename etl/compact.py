@@ -194,9 +194,9 @@ def plan(state: duckdb.DuckDBPyConnection, fresh: list[Written],
 
 
 def _with_dead(chosen: list[Partition], dead: dict[tuple[str, str, str], list[Dead]], budget: int) -> list[Partition]:
-    """The merges planned, and the files most of whose dead rows go for the budget left (the
-    worst first; one file past the budget when the run rewrites nothing else, or a big file
-    could never go). A file of a partition already being merged joins that merge."""
+    """The merges planned, then files of superseded rows to rewrite in the budget left, the
+    most superseded first (one file past the budget when the run rewrites nothing else, or a
+    big file could never go). A file of a partition already being merged joins that merge."""
     by_part = {(p.table, p.source, p.month): p for p in chosen}
     candidates = sorted(((d.dead, part, d) for part, files in dead.items() for d in files),
                         key=lambda c: (-c[0], c[1], c[2].path))
