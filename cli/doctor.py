@@ -14,7 +14,9 @@ from convarch.cli import schedule
 from convarch.cli.output import emit_json
 from convarch.cli.targets import default_targets, home
 from convarch.etl.duck import connect
+from convarch.etl import readers
 from convarch.etl.errors import ConvarchError
+from convarch.etl.manifest import read_manifest
 
 DAY = 86400
 
@@ -43,6 +45,33 @@ def archived_files(layout) -> dict[str, tuple[int, int]]:
         return {p: (s, m) for p, s, m in con.execute("select path, size, mtime_ns from source_files").fetchall()}
     finally:
         con.close()
+
+
+def lake_usage(layout) -> dict | None:
+    """What the archive takes on disk: the Parquet the published catalog reads, and files
+    merged away that wait until no reader holds an older catalog naming them (or a day, where
+    that cannot be told). None when there is no warehouse."""
+    manifest = read_manifest(layout)
+    if manifest is None or not layout.lake.is_dir():
+        return None
+    listed = {os.path.realpath(f) for paths in manifest.get("files", {}).values() for f in paths}
+    listed_bytes = waiting_bytes = waiting = 0
+    for dirpath, _dirs, names in os.walk(layout.lake):
+        for name in names:
+            path = os.path.join(dirpath, name)
+            try:
+                size = os.stat(path).st_size
+            except OSError:
+                continue
+            if os.path.realpath(path) in listed:
+                listed_bytes += size
+            elif name.endswith(".parquet"):
+                waiting_bytes += size
+                waiting += 1
+    held = readers.held_count(layout)
+    return {"listed_bytes": listed_bytes, "merged_away_bytes": waiting_bytes, "merged_away_files": waiting,
+            "kept_catalogs": None if held is None else held[0],
+            "catalogs_held_open": None if held is None else held[1]}
 
 
 @click.command()
@@ -74,6 +103,7 @@ def doctor(obj, as_json: bool, horizon: int) -> None:
                 entry |= {"cleanup_period_days": days, "cleanup_setting": setting,
                           "deleted_within_horizon_and_not_archived": at_risk}
             report["sources"].append(entry)
+    report["lake"] = lake_usage(obj.layout)
     db = obj.layout.db
     report["schedule"] = {
         "cron": schedule.cron_line(db),
@@ -93,6 +123,12 @@ def doctor(obj, as_json: bool, horizon: int) -> None:
             click.echo(f"{'':14} Claude Code deletes transcripts after {e['cleanup_period_days']} days "
                        f"({e['cleanup_setting']}); {e['deleted_within_horizon_and_not_archived']} unarchived "
                        f"transcripts are due within {horizon} days")
+    if (lake := report["lake"]) is not None:
+        held = ("" if lake["catalogs_held_open"] is None
+                else f", {lake['catalogs_held_open']} older catalog(s) held open by readers")
+        click.echo(f"\nArchive: {lake['listed_bytes'] / 1e6:,.1f} MB read by the catalog; "
+                   f"{lake['merged_away_bytes'] / 1e6:,.1f} MB in {lake['merged_away_files']} merged-away "
+                   f"file(s) waiting for their readers{held}")
     click.echo("\nKeep the archive current with one of:")
     click.echo(f"  cron:    {report['schedule']['cron']}")
     click.echo("  systemd: a oneshot service running `ingest --all` plus a timer with OnUnitActiveSec=30min")

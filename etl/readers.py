@@ -99,3 +99,20 @@ def held_files(layout: Layout, state: duckdb.DuckDBPyConnection) -> tuple[set[st
                 link.unlink(missing_ok=True)
                 listing.unlink(missing_ok=True)
     return held, int(row[0])
+
+
+def held_count(layout: Layout) -> tuple[int, int] | None:
+    """(catalogs kept, of which a process holds open), without dropping any; None when locks
+    cannot be read. For reports: a run drops the free ones itself."""
+    if not can_tell():
+        return None
+    links = sorted(kept_dir(layout).glob("*.duckdb")) if kept_dir(layout).is_dir() else []
+    locked = _locked()
+    held = 0
+    for link in links:
+        try:
+            st = link.stat()
+        except FileNotFoundError:
+            continue
+        held += (os.major(st.st_dev), os.minor(st.st_dev), st.st_ino) in locked
+    return len(links), held

@@ -268,6 +268,9 @@ def test_retired_files_go_once_no_reader_holds_a_catalog_that_names_them(tmp_pat
         assert con.execute("select count(*) from stg_records").fetchone()[0] > 0
     held_dir = readers.kept_dir(Layout(db))
     assert len(list(held_dir.glob("*.duckdb"))) >= len(notebooks)
+    from convarch.cli.doctor import lake_usage      # what `convarch doctor` reports of it
+    usage = lake_usage(Layout(db))
+    assert usage["merged_away_files"] >= len(retired) and usage["catalogs_held_open"] == len(notebooks)
     for con, _ in notebooks:
         con.close()
     append_turn(root, 8)
@@ -276,3 +279,9 @@ def test_retired_files_go_once_no_reader_holds_a_catalog_that_names_them(tmp_pat
     assert lake_files(db) >= listed(db)
     # only the catalog this last run replaced is kept, until the next run finds it free
     assert len(list(held_dir.glob("*.duckdb"))) == 1, "catalogs no one holds were kept"
+    usage = lake_usage(Layout(db))
+    # what this last run merged away waits for the next run's look at the locks
+    assert usage["catalogs_held_open"] == 0
+    assert usage["merged_away_files"] == len(lake_files(db) - listed(db))
+    every = {f for paths in read_manifest(Layout(db))["files"].values() for f in paths}     # seeds too
+    assert usage["listed_bytes"] == sum(os.path.getsize(f) for f in every)
