@@ -8,6 +8,7 @@ public views read those rows.
 """
 from __future__ import annotations
 
+import functools
 import os
 import re
 import time
@@ -64,29 +65,37 @@ BUILD_ORDER = ("int_chain_nodes", "int_chain_relinked", "int_chain_leaves", "int
                "chain_issues", "branches", "int_chain_paths", "chain_messages", "resume_messages", "session_state")
 
 
+@functools.cache
+def _build_plan() -> tuple[tuple[str, str, tuple[str, ...]], ...]:
+    """(view, its SQL, the tables to drop once it is built), in BUILD_ORDER; worked out once
+    per process, not for every group. A step added to the views and not to BUILD_ORDER, or
+    built before what it reads, fails here, not later."""
+    order = [v for name in BUILD_ORDER for v in CHAIN_VIEWS if sql.view_name(v) == name]
+    if len(order) != len(CHAIN_VIEWS):
+        raise RuntimeError("BUILD_ORDER does not name every chain view")
+    reads = {sql.view_name(v): _reads(v) for v in order}
+    built: set[str] = set()
+    last_reader: dict[str, str] = {}
+    for v in order:
+        name = sql.view_name(v)
+        if missing := reads[name] - built:
+            raise RuntimeError(f"BUILD_ORDER builds {name} before {sorted(missing)}")
+        built.add(name)
+        for dep in reads[name]:
+            last_reader[dep] = name
+    return tuple((sql.view_name(v), sql.read(v), tuple(dep for dep, reader in last_reader.items()
+                                                       if reader == sql.view_name(v) and dep not in MATERIALIZED))
+                 for v in order)
+
+
 def build_chain_tables(con: duckdb.DuckDBPyConnection) -> None:
     """The chain relations as tables, each step dropped once every step that reads it is
     built (the materialized views stay, for the caller to write). A long transcript's steps
     are each a table of its every node, and a walk's peak came with all of them held at once."""
-    order = [v for name in BUILD_ORDER for v in CHAIN_VIEWS if sql.view_name(v) == name]
-    reads = {sql.view_name(v): _reads(v) for v in order}
-    built: set[str] = set()
-    for v in order:         # a step added to the views and not to BUILD_ORDER fails here, not later
-        if missing := reads[sql.view_name(v)] - built:
-            raise RuntimeError(f"BUILD_ORDER builds {sql.view_name(v)} before {sorted(missing)}")
-        built.add(sql.view_name(v))
-    if len(order) != len(CHAIN_VIEWS):
-        raise RuntimeError("BUILD_ORDER does not name every chain view")
-    last_reader: dict[str, str] = {}
-    for v in order:
-        for dep in reads[sql.view_name(v)]:
-            last_reader[dep] = sql.view_name(v)
-    for v in order:
-        name = sql.view_name(v)
-        con.execute(f"create or replace temp table {name} as {sql.read(v)}")
-        for dep, reader in last_reader.items():
-            if reader == name and dep not in MATERIALIZED:
-                con.execute(f"drop table if exists {dep}")
+    for name, body, spent in _build_plan():
+        con.execute(f"create or replace temp table {name} as {body}")
+        for dep in spent:
+            con.execute(f"drop table if exists {dep}")
 
 
 #: Columns no chain step reads, left out when a group's rows are loaded: tool inputs and

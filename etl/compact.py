@@ -221,7 +221,7 @@ def _with_dead(chosen: list[Partition], dead: dict[tuple[str, str, str], list[De
 
 
 def compact(layout: Layout, state: duckdb.DuckDBPyConnection, run_id: int, staging: Path,
-            workers: Workers, fresh: list[Written], current: pa.Table | None = None) -> Compaction:
+            workers: Workers, fresh: list[Written], current: pa.Table) -> Compaction:
     """Merge every partition that has gathered too many small files, `fresh` (this run's
     files, already in the lake but not registered) included, and rewrite the files of derived
     tables that hold too many superseded rows without them (`current`: current_versions).
@@ -229,8 +229,6 @@ def compact(layout: Layout, state: duckdb.DuckDBPyConnection, run_id: int, stagi
     archive as it was."""
     purge_retired(layout, state)
     result = Compaction()
-    if current is None:
-        current = current_versions(state, [], 0)
     parts = plan(state, fresh, dead_files(layout, state, fresh, current))
     if not parts:
         return result
@@ -268,8 +266,10 @@ def _merge(con: duckdb.DuckDBPyConnection, layout: Layout, run_id: int, base: Pa
 def _rewrite(con: duckdb.DuckDBPyConnection, layout: Layout, run_id: int, base: Path, k: int,
              part: Partition, listed: str) -> tuple[list[Written], int]:
     every = con.execute(f"select count(*) from read_parquet({listed})").fetchone()[0]
-    relation = f"read_parquet({listed}, hive_partitioning = true, union_by_name = true)"
-    before = con.execute(f"select count(*) from ({_kept_rows(part.table, relation)})").fetchone()[0]
+    before = every
+    if part.table in SUPERSEDED:        # only these leave rows out: count what they keep
+        relation = f"read_parquet({listed}, hive_partitioning = true, union_by_name = true)"
+        before = con.execute(f"select count(*) from ({_kept_rows(part.table, relation)})").fetchone()[0]
     if key := partfiles.SORTED_BY.get(part.table):
         # each file is sorted, their concatenation is not: sort the merged rows again
         order, groups = f" order by {key}", f"row_group_size {partfiles.RUN_GROUP_ROWS}"

@@ -75,6 +75,25 @@ def keep_outgoing(layout: Layout, state: duckdb.DuckDBPyConnection, run_id: int,
     os.link(layout.db, folder / f"{name}.duckdb")      # the list first: a link never lacks one
 
 
+def _kept(layout: Layout) -> list[tuple[Path, Path, bool | None]]:
+    """Each kept catalog: its file list, its link, and whether a process holds it open (None:
+    the link is gone, a run having died between writing the two)."""
+    folder = kept_dir(layout)
+    if not folder.is_dir():
+        return []
+    locked = _locked()
+    kept = []
+    for listing in sorted(folder.glob("*.json")):
+        link = listing.with_suffix(".duckdb")
+        try:
+            st = link.stat()
+        except FileNotFoundError:
+            kept.append((listing, link, None))
+            continue
+        kept.append((listing, link, (os.major(st.st_dev), os.minor(st.st_dev), st.st_ino) in locked))
+    return kept
+
+
 def held_files(layout: Layout, state: duckdb.DuckDBPyConnection) -> tuple[set[str], int] | None:
     """The files named by kept catalogs that a process still holds open, and the run from which
     every replaced catalog was kept; the kept catalogs no process holds are dropped. None when
@@ -82,22 +101,13 @@ def held_files(layout: Layout, state: duckdb.DuckDBPyConnection) -> tuple[set[st
     row = state.execute("select value from settings where key = ?", [KEPT_SINCE]).fetchone()
     if row is None or not can_tell():
         return None
-    folder = kept_dir(layout)
     held: set[str] = set()
-    if folder.is_dir():
-        locked = _locked()
-        for listing in sorted(folder.glob("*.json")):
-            link = listing.with_suffix(".duckdb")
-            try:
-                st = link.stat()
-            except FileNotFoundError:      # a run that died between the two
-                listing.unlink(missing_ok=True)
-                continue
-            if (os.major(st.st_dev), os.minor(st.st_dev), st.st_ino) in locked:
-                held.update(json.loads(listing.read_text()))
-            else:
-                link.unlink(missing_ok=True)
-                listing.unlink(missing_ok=True)
+    for listing, link, in_use in _kept(layout):
+        if in_use:
+            held.update(json.loads(listing.read_text()))
+        else:
+            link.unlink(missing_ok=True)
+            listing.unlink(missing_ok=True)
     return held, int(row[0])
 
 
@@ -106,13 +116,5 @@ def held_count(layout: Layout) -> tuple[int, int] | None:
     cannot be read. For reports: a run drops the free ones itself."""
     if not can_tell():
         return None
-    links = sorted(kept_dir(layout).glob("*.duckdb")) if kept_dir(layout).is_dir() else []
-    locked = _locked()
-    held = 0
-    for link in links:
-        try:
-            st = link.stat()
-        except FileNotFoundError:
-            continue
-        held += (os.major(st.st_dev), os.minor(st.st_dev), st.st_ino) in locked
-    return len(links), held
+    kept = [in_use for _, _, in_use in _kept(layout) if in_use is not None]
+    return len(kept), sum(kept)
