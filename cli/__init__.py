@@ -5,6 +5,8 @@ Exit codes: 0 ok, 1 runtime error, 2 usage error, 3 nothing matched.
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 from pathlib import Path
 
 import click
@@ -69,6 +71,9 @@ class ConvarchGroup(click.Group):
             raise _Failure(str(exc), exc.exit_code) from exc
         except KeyboardInterrupt:
             raise click.exceptions.Abort() from None
+        except BrokenPipeError:
+            _drop_stdout()
+            raise click.exceptions.Exit(0) from None
         except Exception as exc:  # the one boundary where anything unexpected becomes one line
             if _interrupted(exc):
                 raise click.exceptions.Abort() from None
@@ -88,5 +93,19 @@ def cli(ctx: click.Context, db: Path | None, debug: bool) -> None:
     ctx.obj = Context(str(db) if db else None, debug)
 
 
+def _drop_stdout() -> None:
+    """The reader of our output went away (`convarch sessions | head`): that is not an error,
+    and what is still buffered must not raise again when the interpreter flushes at exit."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+
+
 def main() -> None:
-    cli(prog_name="convarch")
+    try:
+        cli(prog_name="convarch")
+    finally:
+        try:
+            sys.stdout.flush()
+        except BrokenPipeError:
+            _drop_stdout()

@@ -192,3 +192,21 @@ def test_ctrl_c_inside_a_duckdb_query_is_an_abort_like_any_other(tmp_path, monke
     monkeypatch.setattr(ingest_cli, "run_ingest", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("disk on fire")))
     r = CliRunner().invoke(cli, ["--db", db, "ingest", "claude", "--root", str(tmp_path / ".claude")])
     assert r.exit_code == 1 and "RuntimeError: disk on fire" in r.output
+
+
+def test_a_reader_that_stops_early_is_not_an_error(tmp_path):
+    """`convarch sources | head -2`: the closed pipe ends the command quietly with 0, both when
+    the output outgrows the pipe mid-command and when it is only flushed at exit."""
+    import subprocess
+    import sys
+
+    env = {**os.environ, "HOME": str(tmp_path), "CONVARCH_DB": str(tmp_path / "w.duckdb")}
+    assert invoke("--db", env["CONVARCH_DB"], "ingest", "claude_code", "--root", str(DEMO)).exit_code == 0
+    for args in (["sources"], ["sources", "--json"], ["sessions", "--limit", "1"]):
+        proc = subprocess.Popen([sys.executable, "-m", "convarch.cli", *args], env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        proc.stdout.close()                     # the reader is gone before the first write
+        err = proc.stderr.read().decode()
+        proc.stderr.close()
+        assert proc.wait() == 0, (args, err)
+        assert err == "", (args, err)
