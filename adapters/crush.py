@@ -199,7 +199,8 @@ def to_lines(copy: Path, file: SourceFile) -> Iterator[bytes]:
         yield from db_order.merged([
             db_order.table(messages, "created_at", keyed_group(_message_lines, code, ("messages",))),
             db_order.owners(sessions, "id", last, "created_at",
-                            keyed_group(partial(_session_lines, extra), code, ("sessions", tuple(extra.items())))),
+                            keyed_group(partial(_session_lines, extra), code, ("sessions", tuple(extra.items()))),
+                            touched="updated_at"),
         ])
     finally:
         con.close()

@@ -228,14 +228,22 @@ def table(cur: sqlite3.Cursor, time_column: str, group: Callable[[list[str], lis
 
 
 def owners(cur: sqlite3.Cursor, id_column: str, last: dict, own_time: str | None,
-           group: Callable[[list[str], list[tuple]], Group | Iterable[bytes]]) -> Table:
+           group: Callable[[list[str], list[tuple]], Group | Iterable[bytes]],
+           touched: str | None = None, as_time: Callable[[object], object] | None = None) -> Table:
     """Owners' rows (sessions) at the time of the last row each owns (`last`: owner id -> the
     time of its last message), one that owns none at its own time (`own_time`, a column whose
     times compare with the owned rows'; None for none: it goes last); in that order, the
-    cursor's order among equals."""
+    cursor's order among equals.
+
+    `touched` names the column the agent sets whenever it writes the row (OpenCode's
+    time_updated), `as_time` making its value a time of the messages' kind: a row touched
+    after its last message goes at that time. An old session renamed, archived or shared
+    then moves to the end of the lines, where its one line loads; at its old place, every
+    line after it loaded again (a 77 MB OpenCode database: every message from there on)."""
     cols = [d[0] for d in cur.description]
     at = cols.index(id_column) if id_column in cols else None
     own = cols.index(own_time) if own_time is not None and own_time in cols else None
+    seen = cols.index(touched) if touched is not None and touched in cols else None
     rows = []
     for values in cur:
         key = None if at is None else values[at]
@@ -245,9 +253,19 @@ def owners(cur: sqlite3.Cursor, id_column: str, last: dict, own_time: str | None
             t = values[own]
         else:
             t = LAST
+        if seen is not None and t is not LAST:
+            t = _later(t, values[seen] if as_time is None else as_time(values[seen]))
         rows.append((t, values))
     rows.sort(key=lambda r: _sortable(r[0]))        # stable: the cursor's order among equals
     return Table(cols, [r[1] for r in rows], group, times=[r[0] for r in rows])
+
+
+def _later(t, touched):
+    """`touched` when it is a time of `t`'s kind and after it, else `t`: a value of another
+    kind (a date as text against numbers) says nothing about where the row goes."""
+    if touched is None or _sortable(touched)[0] != _sortable(t)[0]:
+        return t
+    return touched if touched > t else t
 
 
 def lines(timed: list[tuple[object, bytes]]) -> Table:

@@ -41,6 +41,7 @@ import os
 import sqlite3
 import sys
 from collections.abc import Iterator, Mapping
+from datetime import datetime, timezone
 from functools import partial
 from pathlib import Path
 
@@ -163,12 +164,25 @@ def to_lines(copy: Path, file: SourceFile) -> Iterator[bytes]:
         sessions = _ordered(con, "sessions")
         last = db_order.last_times(con, "messages", "session_id", "created_timestamp", by="id")
         # a session's own created_at is text, its messages' times are numbers: one with no
-        # message goes last
+        # message goes last; its updated_at, text too, is read as the messages' seconds
         extra = {"goose_schema_version": version}
-        streams.append(db_order.owners(sessions, "id", last, None, _group("sessions", extra)))
+        streams.append(db_order.owners(sessions, "id", last, None, _group("sessions", extra),
+                                       touched="updated_at", as_time=_epoch_seconds))
         yield from db_order.merged(streams)
     finally:
         con.close()
+
+
+def _epoch_seconds(value) -> int | None:
+    """SQLite's CURRENT_TIMESTAMP text ('2026-05-05 10:01:00', UTC) as Unix seconds, the kind
+    of time goose gives its messages; None for anything else."""
+    if not isinstance(value, str):
+        return None
+    try:
+        t = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return int((t if t.tzinfo else t.replace(tzinfo=timezone.utc)).timestamp())
 
 
 def _ordered(con: sqlite3.Connection, table: str) -> sqlite3.Cursor:

@@ -113,7 +113,7 @@ def to_lines(copy: Path, file: SourceFile) -> Iterator[bytes]:
                                               partial(_table_lines, table)))
         last = db_order.last_times(con, "messages", "session_id", "created_at")
         streams.append(db_order.owners(_query(con, "select * from sessions", "created_at, id"), "id", last, "created_at",
-                                       partial(_session_lines, version, workspaces)))
+                                       partial(_session_lines, version, workspaces), touched="updated_at"))
         yield from db_order.merged(streams)
     finally:
         con.close()

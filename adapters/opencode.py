@@ -273,7 +273,8 @@ def db_lines(copy: Path) -> Iterator[bytes]:
         sessions = _query(con, "select * from session", "time_created, id")
         last = db_order.last_times(con, "message", "session_id", "time_created")
         streams.append(db_order.owners(sessions, "id", last, "time_created",
-                                       keyed_group(partial(_plain_lines, "session"), code, ("session",))))
+                                       keyed_group(partial(_plain_lines, "session"), code, ("session",)),
+                                       touched="time_updated"))
         yield from db_order.merged(streams, GROUP_MESSAGES)
     finally:
         con.close()

@@ -138,13 +138,19 @@ def test_live_wal_database_is_read_whole_and_left_alone(tmp_path):
         s = run(db, tmp_path / "weather-app")
         assert tree_fingerprint(data_dir) == before
         assert (s.records_added, s.quarantined) == (16, 0)
+        # a message as Crush writes it, its session's count and update time with it (at T0 + 95:
+        # in the second the main session's row was last written, T0 + 90, that row, given after
+        # the messages of its time, would load again too)
         con.execute("insert into messages (id, session_id, role, parts, created_at, updated_at) values "
                     "('msg-new', ?, 'user', '[{\"type\":\"text\",\"data\":{\"text\":\"more\"}}]', ?, ?)",
-                    (build.SUB, build.T0 + 90, build.T0 + 90))
+                    (build.SUB, build.T0 + 95, build.T0 + 95))
+        con.execute("update sessions set message_count = message_count + 1, updated_at = ? where id = ?",
+                    (build.T0 + 95, build.SUB))
         s = run(db, tmp_path / "weather-app")
         # a commit that only reaches the -wal is a change: the database is read again whole;
-        # its rows are in time, each session's right after its last message (adapters/db_order.py),
-        # so only the new message and its session's row, which moved after it, load
+        # its rows are in time, each session's after its last message or its last write, the
+        # later (adapters/db_order.py), so only the new message and its session's row, which
+        # moved after it, load
         assert (s.files_changed, s.records_added) == (1, 2)
         assert scalar(db, "select count(*) from stg_records") == 17
         assert scalar(db, "select count(*) from messages where text = 'more'") == 1

@@ -122,3 +122,29 @@ def test_a_sessions_last_time_is_its_last_rows_by_the_tables_order_when_asked():
         "explain query plan select session_id, max(id) from messages where session_id is not null group by session_id"))
     assert "COVERING INDEX" in plan
     assert db_order.last_times(con, "messages", "session_id", "no_such_column", by="id") == {}
+
+
+def test_a_sessions_row_written_after_its_last_message_goes_at_that_time():
+    """`touched`: an old session renamed moves to where the store grows; a touch before its
+    last message, none, or one of another kind (text against numbers) leaves it in place."""
+    con = sqlite3.connect(":memory:")
+    con.execute("create table session (id text, created integer, updated)")
+    con.execute("create table message (id text, session_id text, t integer)")
+    con.executemany("insert into session values (?, ?, ?)",
+                    [("renamed", 1, 99), ("early", 2, 5), ("never", 3, None), ("text", 4, "2030-01-01"),
+                     ("empty", 50, 60), ("converted", 6, "99")])
+    con.executemany("insert into message values (?, ?, ?)",
+                    [("m1", "renamed", 10), ("m2", "early", 20), ("m3", "never", 30), ("m4", "text", 40),
+                     ("m5", "converted", 45), ("m6", "early", 70)])
+
+    def ids(as_time=None):
+        group = keyed_group(lines_of, b"code")
+        tables = [db_order.table(con.execute("select * from message order by t, id"), "t", group),
+                  db_order.owners(con.execute("select * from session order by created, id"), "id",
+                                  db_order.last_times(con, "message", "session_id", "t"), "created", group,
+                                  touched="updated", as_time=as_time)]
+        return [eval(x)["id"] for x in flat(db_order.merged(tables, 256))]
+
+    assert ids() == ["m1", "m2", "m3", "never", "m4", "text", "m5", "converted", "empty", "m6", "early", "renamed"]
+    # a converter makes a value of another kind a time: "99" read as 99
+    assert ids(lambda v: int(v) if isinstance(v, str) and v.isdigit() else v)[-2:] == ["renamed", "converted"]

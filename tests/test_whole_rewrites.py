@@ -417,18 +417,20 @@ def test_an_opencode_database_as_a_session_goes_on_reads_like_a_fresh_load(tmp_p
         last = con.execute("select id from message order by time_created desc, id desc limit 1").fetchone()[0]
         first = con.execute("select id from message order by time_created, id limit 1").fetchone()[0]
         # the counts below are for groups of one message, all full: a session's row goes in
-        # the group of its last message, after it
+        # the group of the message before its time, the later of its last message's and its
+        # time_updated (the main session's row, touched after its last message, after them all)
         steps = [
             # the latest message gains a part, and its session's counters move, as OpenCode writes
             ("insert into part values ('prt_zz1', ?, ?, 9, 9, ?)",
              (last, build.MAIN, json.dumps({"type": "text", "text": "Done."})), 1),
+            # the main session's row, after every message, changes alone
             ("update session set time_updated = time_updated + 1, tokens_output = tokens_output + 5 where id = ?",
-             (build.MAIN,), 1),
-            # an earlier session's row changed: the group it is in and every one after it
-            ("update session set time_updated = time_updated + 1 where id = ?", (build.CHILD,), 5),
-            # a message more: its group, and the group its session's row left
+             (build.MAIN,), 0),
+            # an earlier session's row changed where it is: the group it is in and every one after it
+            ("update session set time_updated = time_updated + 1 where id = ?", (build.CHILD,), 4),
+            # a message more: its group alone (its session's row stays after it)
             ("insert into message values ('msg_zzzzzzzzzzzzzzzzzzzzzzzzzz', ?, 1778666499000, 1778666499000, ?)",
-             (build.MAIN, json.dumps({"role": "user", "time": {"created": 1778666499000}})), 2),
+             (build.MAIN, json.dumps({"role": "user", "time": {"created": 1778666499000}})), 1),
             ("delete from part where id = 'prt_zz1'", (), 2),
             # the first message's part rewritten in place: its group and every one after it
             ("update part set data = ? where id = (select min(id) from part where message_id = ?)",
@@ -481,6 +483,45 @@ def test_a_session_that_goes_on_loads_its_new_message_and_its_own_row_alone(tmp_
         same_as_fresh(db, opencode, data, tmp_path / "fresh1", numbered=False)
     finally:
         con.close()
+
+
+#: (adapter, its database in the contract store, the statement that renames the session whose
+#: last message is oldest as the agent does: a new title and the row's update time now)
+RENAMES = [
+    ("opencode", "opencode.db", "update session set title = 'Renamed', time_updated = 1893456000000 where id = "
+     "(select session_id from message group by session_id order by max(time_created) limit 1)"),
+    ("kilo_code", "kilo.db", "update session set title = 'Renamed', time_updated = 1893456000000 where id = "
+     "(select session_id from message group by session_id order by max(time_created) limit 1)"),
+    ("crush", ".crush/crush.db", "update sessions set title = 'Renamed', updated_at = 1893456000 where id = "
+     "(select session_id from messages group by session_id order by max(created_at) limit 1)"),
+    ("goose", "sessions/sessions.db", "update sessions set name = 'Renamed', updated_at = '2030-01-01 00:00:00' "
+     "where id = (select session_id from messages group by session_id order by max(created_timestamp) limit 1)"),
+    ("grok_cli", "grok.db", "update sessions set title = 'Renamed', updated_at = '2030-01-01T00:00:00.000Z' where id = "
+     "(select session_id from messages group by session_id order by max(created_at) limit 1)"),
+]
+
+
+@pytest.mark.parametrize("name, db_path, rename", RENAMES, ids=[r[0] for r in RENAMES])
+def test_an_old_session_renamed_loads_its_own_row_alone(tmp_path, name, db_path, rename):
+    """A session's row goes at the later of its last message's time and the time the agent
+    last wrote the row: an old session renamed (or archived, shared) moves to the end and
+    loads its row alone, where at its old place every line after it loaded again."""
+    import sqlite3
+
+    adapter = adapters.get(name)
+    root = tmp_path / name
+    shutil.copytree(REPO / "fixtures" / name / "contract", root,
+                    ignore=shutil.ignore_patterns("build_contract*", "README*"))
+    db = tmp_path / "w" / "convarch.duckdb"
+    run(db, adapter, root)
+    con = sqlite3.connect(root / db_path)
+    assert con.execute(rename).rowcount == 1
+    con.commit()
+    con.close()
+    again = run(db, adapter, root)
+    assert again.records_added == 1, again
+    assert "Renamed" in {t for (t,) in rows(db, "select source_title from int_session_metadata")}
+    same_as_fresh(db, adapter, root, tmp_path / "fresh", numbered=False)
 
 
 @pytest.mark.parametrize("name, db_path", [("goose", "sessions/sessions.db"), ("openclaw", "agents/main/agent/openclaw-agent.sqlite")])

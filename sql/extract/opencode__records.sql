@@ -12,7 +12,7 @@ with parsed as (
         json_transform(l.line, '{
             "table": "VARCHAR", "type": "VARCHAR",
             "id": "VARCHAR", "session_id": "VARCHAR", "message_id": "VARCHAR",
-            "parent_id": "VARCHAR", "directory": "VARCHAR", "version": "VARCHAR",
+            "parent_id": "VARCHAR", "directory": "VARCHAR", "version": "VARCHAR", "title": "VARCHAR",
             "time_created": "BIGINT",
             "model": {"id": "VARCHAR"},
             "data": "JSON", "parts": "JSON"
@@ -124,8 +124,9 @@ typed as (
         case when k.rtype = 'session' then nullif(coalesce(k.j.version, k.d.version), '') end as version,
         case
             when k.rtype = 'part' and k.d.type = 'text' then k.d.text
-            -- a session record carries the session's title (the convention for metadata rows)
-            when k.rtype = 'session' then nullif(k.d.title, '')
+            -- a session record carries the session's title (the convention for metadata rows):
+            -- a database's row has it as a column, an exported or legacy document in its data
+            when k.rtype = 'session' then nullif(coalesce(k.j.title, k.d.title), '')
             when k.rtype <> 'message' then null
             -- what the user typed: the text parts OpenCode did not add itself, else all of them
             when len(list_filter(k.text_parts, lambda x: not coalesce(x.data.synthetic, false))) > 0
