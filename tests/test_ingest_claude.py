@@ -372,3 +372,23 @@ def test_a_tool_result_is_told_apart_from_a_string_that_reads_as_one(tmp_path):
     got = dict(rows(db, "select call_id, output_text from tool_calls"))
     assert got == {"c1": printed, "c2": "first part\nsecond part", "c3": outputs["c3"], "c4": outputs["c4"],
                    "c5": "[1, 2, 3]", "c6": ""}
+
+
+def test_a_call_answered_twice_shows_its_last_result(tmp_path):
+    """A result written again (a retried call, or two result blocks for one id in one line)
+    leaves one tool_calls row, with the text written last."""
+    ask = user("u1", None, "go", "2026-05-01T10:00:00Z")
+    call = assistant("a1", "u1", "", "2026-05-01T10:00:01Z")
+    call["message"]["content"] = [{"type": "tool_use", "id": c, "name": "Bash", "input": {"command": c}}
+                                  for c in ("c1", "c2", "c3")]
+    stale = tool_result("r1", "a1", "c1", "first try", "2026-05-01T10:00:02Z")
+    both = tool_result("r2", "r1", "c2", "", "2026-05-01T10:00:03Z")
+    both["message"]["content"] = [{"type": "tool_result", "tool_use_id": "c2", "content": text}
+                                  for text in ("earlier block", "later block")]
+    again = tool_result("r3", "r2", "c1", "second try", "2026-05-01T10:00:04Z", error=True)
+    write_jsonl(tmp_path / "projects" / "p" / "s1.jsonl", [ask, call, stale, both, again])
+    db = tmp_path / "w.duckdb"
+    run(db, tmp_path / "projects")
+    got = rows(db, "select call_id, output_text, is_error, has_result from tool_calls order by call_id")
+    assert got == [("c1", "second try", True, True), ("c2", "later block", False, True), ("c3", None, False, False)]
+    assert scalar(db, "select count(*) from tool_calls") == 3

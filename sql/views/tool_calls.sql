@@ -1,24 +1,35 @@
 -- grain: one row per tool call (a tool_use block), with its result matched by call id within
 -- the same session; calls that never got a result have a null output. tool_kind, path and
 -- command normalize the agents' different tool vocabularies for handoffs and notebooks.
-with blocks as (
-    select * from stg_blocks
-),
-
-calls as (
+with calls as (
     select *
-    from blocks
+    from stg_blocks
     where block_type in ('tool_use', 'server_tool_use') and call_id is not null
     qualify row_number() over (partition by source, session_id, call_id order by file_id, line_no) = 1
 ),
 
-results as (
-    select *
-    from blocks
+-- each call's last result, found on narrow columns first so the results' text, often most of
+-- an archive's bytes, is read once and never sorted
+last_results as (
+    select source, session_id, file_id, file_epoch, line_no, block_index
+    from stg_blocks
     where block_type = 'tool_result' and call_id is not null
     qualify row_number() over (
-        partition by source, session_id, call_id order by file_id desc, line_no desc
+        partition by source, session_id, call_id order by file_id desc, line_no desc, block_index desc
     ) = 1
+),
+
+results as (
+    select blocks.*
+    from stg_blocks as blocks
+    join last_results
+        on last_results.source = blocks.source
+        and last_results.session_id = blocks.session_id
+        and last_results.file_id = blocks.file_id
+        and last_results.file_epoch = blocks.file_epoch
+        and last_results.line_no = blocks.line_no
+        and last_results.block_index = blocks.block_index
+    where blocks.block_type = 'tool_result'
 ),
 
 call_times as (
