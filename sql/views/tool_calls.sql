@@ -1,17 +1,31 @@
 -- grain: one row per tool call (a tool_use block), with its result matched by call id within
 -- the same session; calls that never got a result have a null output. tool_kind, path and
 -- command normalize the agents' different tool vocabularies for handoffs and notebooks.
-with calls as (
-    select *
-    from stg_blocks
-    where block_type in ('tool_use', 'server_tool_use') and call_id is not null
-    qualify row_number() over (partition by source, session_id, call_id order by file_id, line_no) = 1
+with call_times as (
+    select file_id, file_epoch, line_no, "timestamp"
+    from stg_records
 ),
 
--- each call's last result, found on narrow columns first so the results' text, often most of
--- an archive's bytes, is read once and never sorted
+-- each call once (its first block), with the time of its record, joined here before the
+-- window so that the planner cannot move this join after the results' text joins, where it
+-- would hold all that text in its hash table
+calls as (
+    select blocks.*, call_times."timestamp"
+    from stg_blocks as blocks
+    left join call_times
+        on call_times.file_id = blocks.file_id
+        and call_times.file_epoch = blocks.file_epoch
+        and call_times.line_no = blocks.line_no
+    where blocks.block_type in ('tool_use', 'server_tool_use') and blocks.call_id is not null
+    qualify row_number() over (
+        partition by blocks.source, blocks.session_id, blocks.call_id order by blocks.file_id, blocks.line_no
+    ) = 1
+),
+
+-- each call's last result, found on narrow columns so that the results' text, often most
+-- of an archive's bytes, is read once and never sorted
 last_results as (
-    select source, session_id, file_id, file_epoch, line_no, block_index
+    select source, session_id, call_id, file_id, file_epoch, line_no, block_index
     from stg_blocks
     where block_type = 'tool_result' and call_id is not null
     qualify row_number() over (
@@ -19,24 +33,23 @@ last_results as (
     ) = 1
 ),
 
-results as (
-    select blocks.*
-    from stg_blocks as blocks
-    join last_results
-        on last_results.source = blocks.source
-        and last_results.session_id = blocks.session_id
-        and last_results.file_id = blocks.file_id
-        and last_results.file_epoch = blocks.file_epoch
-        and last_results.line_no = blocks.line_no
-        and last_results.block_index = blocks.block_index
-    where blocks.block_type = 'tool_result'
+answered as (
+    select
+        calls.*,
+        last_results.file_id as result_file_id,
+        last_results.file_epoch as result_file_epoch,
+        last_results.line_no as result_line_no,
+        last_results.block_index as result_block_index
+    from calls
+    left join last_results
+        on last_results.source = calls.source
+        and last_results.session_id = calls.session_id
+        and last_results.call_id = calls.call_id
 ),
 
-call_times as (
-    select file_id, file_epoch, line_no, "timestamp"
-    from stg_records
-),
-
+-- the text joins last, by its block's key, from every block: the calls are then the smaller
+-- side and hold the join's hash table while the text streams past (a join that held the
+-- text instead needed memory for all of it, 682 MB of a 1 GB archive's)
 joined as (
     select
         calls.session_id,
@@ -48,20 +61,19 @@ joined as (
         coalesce(results.is_error, false) as is_error,
         calls.source,
         results.message_id as result_message_id,
-        results.call_id is not null as has_result,
-        call_times."timestamp",
+        calls.result_file_id is not null as has_result,
+        calls."timestamp",
         calls.file_id,
         calls.line_no,
         lower(regexp_replace(calls.tool_name, '^.*__', '')) as bare_name
-    from calls
-    left join results
+    from answered as calls
+    left join stg_blocks as results
         on results.source = calls.source
         and results.session_id = calls.session_id
-        and results.call_id = calls.call_id
-    left join call_times
-        on call_times.file_id = calls.file_id
-        and call_times.file_epoch = calls.file_epoch
-        and call_times.line_no = calls.line_no
+        and results.file_id = calls.result_file_id
+        and results.file_epoch = calls.result_file_epoch
+        and results.line_no = calls.result_line_no
+        and results.block_index = calls.result_block_index
 ),
 
 classified as (
