@@ -91,6 +91,18 @@ class ExportResult:
         }
 
 
+#: The staging folders' partition column, and their codec: written once and read once, fast
+#: to write matters more than small.
+STAGE_KEY = "_stage_key"
+STAGE_CODEC = "snappy"
+#: Rows a staging partition buffers before writing them out (DuckDB's default, 512k rows, is
+#: a whole table of tool calls).
+STAGE_FLUSH_ROWS = 512
+#: Bytes of a row group, in staging and in the exported files: a file's row group is held in
+#: memory until written, and tool outputs make rows of megabytes.
+ROW_GROUP_BYTES = "64MB"
+
+
 # --- the export --------------------------------------------------------------------------
 
 
@@ -124,6 +136,9 @@ def export(db: str | os.PathLike | None, dest: str | os.PathLike, *, since: str 
             try:
                 con.execute("set TimeZone = 'UTC'")
                 con.execute("set temp_directory = ?", [str(tmp / "spill")])
+                # lets a partition's file be cut in row groups by bytes (ORDER BY still holds)
+                con.execute("set preserve_insertion_order = false")
+                con.execute(f"set partitioned_write_flush_threshold = {STAGE_FLUSH_ROWS}")
                 result, manifest, types = _export_tables(con, root, tmp, old, since_at)
                 views = docs.describe(con, tuple(t.name for t in TABLES))
             finally:
@@ -186,25 +201,33 @@ def _export_tables(con, root: Path, tmp: Path, old: dict, since_at: datetime | N
         if "month" in {c for c, _ in columns}:
             raise ConvarchError(f"view {spec.name} has a column named month, which the partitioning uses")
         select = ", ".join(_portable(c, t) for c, t in columns)
-        staged = f"export_{spec.name}"
+        month = f"strftime({spec.month_from}, '%Y-%m')"
+        staged = tmp / f"stage-{spec.name}"
+        # one pass over the view, its rows written as they come into a folder per partition
+        # (named by a hash of its source and month, so no value reaches a path); each
+        # partition is then fingerprinted and sorted on its own, so memory follows the
+        # biggest partition, not the table (sorted whole in memory, 1 GB of tool output took
+        # 2.2 GB)
         con.execute(
-            f"create or replace temp table {staged} as "
-            f"select {select}, strftime({spec.month_from}, '%Y-%m') as {MONTH} "
-            f"from {spec.name} where $since::timestamp is null or {spec.since_on} >= $since::timestamp "
-            f"order by source, {MONTH}, {spec.order_by}",
+            f"copy (select {select}, {month} as {MONTH}, hash(source, {month})::varchar as {STAGE_KEY} "
+            f"from {spec.name} where $since::timestamp is null or {spec.since_on} >= $since::timestamp) "
+            f"to {_quote_literal(str(staged))} (format parquet, compression {STAGE_CODEC}, "
+            f"partition_by ({STAGE_KEY}), row_group_size_bytes '{ROW_GROUP_BYTES}')",
             {"since": since_at},
         )
-        out_cols = [(r[0], r[1]) for r in con.execute(f"describe {staged}").fetchall() if r[0] != MONTH]
+        staged_rows = (f"read_parquet({_quote_literal(str(staged / '*' / '*.parquet'))}, hive_partitioning = false)"
+                       if any(staged.glob("*/*.parquet")) else f"(select {select}, {month} as {MONTH} from {spec.name} limit 0)")
+        out_cols = [(r[0], r[1]) for r in con.execute(f"describe select * from {staged_rows}").fetchall() if r[0] != MONTH]
         types[spec.name] = dict(out_cols)
         file_cols = [c for c, _ in out_cols if c != "source"]
         signature = hashlib.sha256(json.dumps([FORMAT, duckdb.__version__, out_cols]).encode()).hexdigest()
         old_parts = old_tables.get(spec.name, {}).get("partitions", {})
         parts: dict[str, dict] = {}
         fingerprints = con.execute(
-            f"select source, {MONTH}, count(*), sum(hash(t)::hugeint)::varchar, bit_xor(hash(t)) "
-            f"from {staged} as t group by all order by all"
+            f"select source, {MONTH}, count(*), sum(hash(t)::hugeint)::varchar, bit_xor(hash(t)), "
+            f"hash(source, {MONTH})::varchar from {staged_rows} as t group by all order by all"
         ).fetchall()
-        for source, month, rows, hash_sum, hash_xor in fingerprints:
+        for source, month, rows, hash_sum, hash_xor, stage_key in fingerprints:
             key = partition_key(source, month)
             rel = f"{spec.name}/{key}/{file_name(spec.name, source, month)}"
             final = root / rel
@@ -219,10 +242,14 @@ def _export_tables(con, root: Path, tmp: Path, old: dict, since_at: datetime | N
                 res.unchanged += 1
                 continue
             staged_file = tmp / f"part-{len(res.written)}-{spec.name}.parquet"
+            part_files = _quote_literal(str(staged / f"{STAGE_KEY}={stage_key}" / "*.parquet"))
             con.execute(
-                f"copy (select {', '.join(_quote_ident(c) for c in file_cols)} from {staged} "
-                f"where source is not distinct from $source and {MONTH} is not distinct from $month) "
-                f"to {_quote_literal(str(staged_file))} (format parquet, compression zstd)",
+                f"copy (select {', '.join(_quote_ident(c) for c in file_cols)} "
+                f"from read_parquet({part_files}, hive_partitioning = false) "
+                f"where source is not distinct from $source and {MONTH} is not distinct from $month "
+                f"order by {spec.order_by}) "
+                f"to {_quote_literal(str(staged_file))} (format parquet, compression zstd, "
+                f"row_group_size_bytes '{ROW_GROUP_BYTES}')",
                 {"source": source, "month": month},
             )
             make_durable(staged_file)
@@ -234,7 +261,7 @@ def _export_tables(con, root: Path, tmp: Path, old: dict, since_at: datetime | N
             parts[key] = {"file": rel, "rows": rows, "bytes": final.stat().st_size, "fingerprint": fingerprint,
                           "source": source, "month": month}
             res.written.append(rel)
-        con.execute(f"drop table {staged}")
+        shutil.rmtree(staged, ignore_errors=True)
         manifest["tables"][spec.name] = {"columns": [[c, t] for c, t in out_cols], "partitions": parts}
     fsync_dir(root)
     return result, manifest, types

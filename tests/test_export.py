@@ -126,6 +126,24 @@ def test_export_reads_back_with_the_same_rows_and_portable_types(warehouse, tmp_
     assert listed == files_under(dest)
 
 
+def test_each_file_holds_its_rows_in_order_and_no_staging_is_left(warehouse, tmp_path):
+    """Partitions are staged apart and sorted one at a time: each file still comes out in its
+    table's order, and the staging folders go with the run's temporary folder."""
+    dest = tmp_path / "out"
+    run_export(warehouse, dest)
+    for spec in exporter.TABLES:
+        files = sorted((dest / spec.name).rglob("*.parquet"))
+        assert files, spec.name
+        for f in files:
+            unordered, rows = duckdb.execute(
+                f"select count(*) filter (where pos <> sorted_pos), count(*) from (select row_number() over () as pos, "
+                f"row_number() over (order by {spec.order_by}) as sorted_pos from read_parquet('{f}'))"
+            ).fetchone()
+            assert rows > 0 and unordered == 0, (spec.name, f.name)
+    assert not list(dest.glob(f"{exporter.TMP_PREFIX}*"))
+    assert not list(dest.rglob(f"{exporter.STAGE_KEY}=*"))
+
+
 def test_second_export_with_no_change_rewrites_nothing(warehouse, tmp_path):
     dest = tmp_path / "out"
     run_export(warehouse, dest)
