@@ -51,12 +51,45 @@ _LABELLED: list[tuple[str, str, tuple[str, ...]]] = [
 ]
 
 
+#: The words every labelled-secret match begins with, casefolded: the pattern is tried only
+#: where one of them starts (3 times faster than letting the engine scan every position).
+#: Exact where casefold() keeps every character one character, and maps each letter that
+#: re.IGNORECASE matches to one of these words' letters to that letter: true of all but the
+#: dotted and dotless i, whose text goes to the plain scan.
+_STARTS = {"secret": ("passw", "secret", "token", "api", "access", "private", "client")}
+_ODD_I = ("\u0130", "\u0131")
+
+
 def _compiled(patterns):
-    return [(kind, re.compile(p), needles, p.startswith("(?i)")) for kind, p, needles in patterns]
+    return [(kind, re.compile(p), needles, p.startswith("(?i)"), _STARTS.get(kind)) for kind, p, needles in patterns]
+
+
+def _sub_at(rx: re.Pattern, text: str, folded: str, starts: tuple[str, ...], repl) -> tuple[str, int]:
+    """rx.subn(repl, text), trying `rx` only where one of `starts` begins in `folded`, which
+    lines up with `text` character for character; the same leftmost, non-overlapping matches."""
+    at = set()
+    for word in starts:
+        i = folded.find(word)
+        while i >= 0:
+            at.add(i)
+            i = folded.find(word, i + 1)
+    out, last, n = [], 0, 0
+    for pos in sorted(at):
+        if pos < last:
+            continue
+        m = rx.match(text, pos)
+        if m:
+            out += (text[last:pos], repl(m))
+            last, n = m.end(), n + 1
+    if not n:
+        return text, 0
+    out.append(text[last:])
+    return "".join(out), n
 
 
 _COMPILED = _compiled(_PATTERNS)
 _COMPILED_LABELLED = _compiled(_LABELLED)
+_ALL = [(*c, False) for c in _COMPILED] + [(*c, True) for c in _COMPILED_LABELLED]
 _ALREADY = re.compile(r"\[REDACTED:[a-z_]+\]")
 
 
@@ -69,27 +102,27 @@ class Redactor:
     def __call__(self, text: str | None) -> str | None:
         if not text:
             return text
-        folded = None
-        for kind, rx, needles, blind in _COMPILED:
-            text, folded = self._sub(text, folded, rx, needles, blind, self._plain(kind))
-        for kind, rx, needles, blind in _COMPILED_LABELLED:
-            text, folded = self._sub(text, folded, rx, needles, blind, self._keep_label(kind))
+        folded = None                   # the casefolded text, made once and again after a change
+        for kind, rx, needles, blind, starts, labelled in _ALL:
+            if blind:
+                if folded is None:
+                    folded = text.casefold()
+                hay = folded
+            else:
+                hay = text
+            for needle in needles:      # a loop, not any(): this runs ~20 times a JSON value
+                if needle in hay:
+                    break
+            else:
+                continue
+            repl = self._keep_label(kind) if labelled else self._plain(kind)
+            if starts and len(hay) == len(text) and not any(c in text for c in _ODD_I):
+                out, n = _sub_at(rx, text, hay, starts, repl)
+            else:
+                out, n = rx.subn(repl, text)
+            if n:
+                text, folded = out, None
         return text
-
-    @staticmethod
-    def _sub(text, folded, rx, needles, blind, repl):
-        """`rx` replaced in `text` where one of `needles` is in it, and the casefolded text
-        (made once, and again only after a change), for the case-blind patterns' needles."""
-        if blind:
-            if folded is None:
-                folded = text.casefold()
-            hay = folded
-        else:
-            hay = text
-        if not any(n in hay for n in needles):
-            return text, folded
-        out, n = rx.subn(repl, text)
-        return (out, None) if n else (text, folded)
 
     def _plain(self, kind: str):
         def sub(m: re.Match) -> str:
