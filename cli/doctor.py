@@ -15,7 +15,6 @@ from convarch.cli.output import emit_json
 from convarch.cli.targets import default_targets, home
 from convarch.etl.duck import connect
 from convarch.etl import readers
-from convarch.etl.errors import ConvarchError
 from convarch.etl.manifest import read_manifest
 
 DAY = 86400
@@ -114,8 +113,9 @@ def doctor(obj, as_json: bool, horizon: int) -> None:
     if as_json:
         emit_json(report)
         return
-    if not report["sources"]:
-        raise ConvarchError("no agent store found on this machine (see `convarch sources`)")
+    if not report["sources"]:       # every store gone (cleaned up, moved): the archive still tells
+        click.echo("No agent store found on this machine (see `convarch sources`); "
+                   "the archive keeps what it holds.")
     for e in report["sources"]:
         line = f"{e['source']:<14} {e['files']:>6} files, {e['not_yet_archived']:>6} not yet archived  {e['store']}"
         click.echo(line)

@@ -65,6 +65,20 @@ def test_doctor_reports_transcripts_due_for_deletion(tmp_path, isolated_home):
     assert "deletes transcripts after 10 days" in text
 
 
+def test_doctor_with_every_store_gone_still_reports_the_archive(tmp_path, isolated_home):
+    """A store deleted after it was archived (a cleanup, a reinstall): doctor says so and
+    still shows the archive and the schedule, with exit code 0."""
+    claude = isolated_home / ".claude"
+    shutil.copytree(DEMO, claude)
+    db = str(tmp_path / "w.duckdb")
+    assert CliRunner().invoke(cli, ["--db", db, "ingest", "--all"]).exit_code == 0
+    shutil.rmtree(claude)
+    r = CliRunner().invoke(cli, ["--db", db, "doctor"])
+    assert r.exit_code == 0, r.output
+    assert "No agent store found" in r.output
+    assert "Archive:" in r.output and "ingest --all" in r.output
+
+
 # --- change notices -------------------------------------------------------------------------
 
 import threading  # noqa: E402
