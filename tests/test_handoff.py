@@ -221,8 +221,8 @@ def test_secrets_are_redacted_everywhere(tmp_path):
            f"GOOGLE={SECRETS['google']}\nJWT={SECRETS['jwt']}\nHF={SECRETS['huggingface']}\n"
            f"NPM={SECRETS['npm']}\nSENDGRID={SECRETS['sendgrid']}\npassword: correcthorsebattery\n"
            "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----")
-    s.assistant(f"Controls: commit 3f5e9a1c2b4d6e8f0a1b2c3d4e5f6a7b8c9d0e1f, id 123e4567-e89b-12d3-a456-426614174000, "
-                f"sha256 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08, disk-usage ok, port 5432.")
+    s.assistant("Controls: commit 3f5e9a1c2b4d6e8f0a1b2c3d4e5f6a7b8c9d0e1f, id 123e4567-e89b-12d3-a456-426614174000, "
+                "sha256 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08, disk-usage ok, port 5432.")
     s.title(f"Rotate {SECRETS['stripe']}")
     db = ingest_story(tmp_path, s)
     for fmt in ("markdown", "json"):

@@ -21,6 +21,7 @@ def test_lines_snapshot_stops_at_last_complete_line(tmp_path):
     assert (tmp_path / "copy").read_bytes() == b'{"a":1}\n{"b":2}\n'
     s2 = snap.snapshot_lines(src, 8, tmp_path / "copy2")
     assert (tmp_path / "copy2").read_bytes() == b'{"b":2}\n'
+    assert s2.end == 16
     assert oct(os.stat(tmp_path / "copy").st_mode & 0o777) == "0o600"
 
 
