@@ -63,6 +63,9 @@ FIGURES = (
     Figure(("chains", "ratio_to_parse_load"), "chains / parsing and loading them", "lower", "ratio"),
     Figure(("chains", "build_seconds"), "chains build s", "lower", "time"),
     Figure(("handoff", "render_seconds"), "handoff render s", "lower", "time"),
+    Figure(("export", "ratio_to_full_ingest"), "export / full ingest", "lower", "ratio"),
+    Figure(("export", "peak_rss_mb"), "export peak RSS MB", "lower", "size"),
+    Figure(("redact", "ratio_to_json_loads"), "redaction / json.loads", "higher", "ratio"),
     Figure(("sources", "together", "no_change_ratio_to_full"), "every source: no-change / full", "lower", "ratio"),
     Figure(("sources", "together", "seconds"), "every source together s", "lower", "time"),
     # each source's ms a file, not its ratio to Claude Code's: that baseline is itself a
@@ -79,7 +82,7 @@ FIGURES = (
 #: The parameters that size each section: absolute figures of a section compare only when the
 #: two runs used the same.
 SIZES = {"ingest": ("mb",), "search": ("mb",), "chains": ("chain_sessions", "chain_records"),
-         "handoff": (), "sources": ("source_files",), "rewrites": ("rewrite_mb",)}
+         "handoff": (), "sources": ("source_files",), "rewrites": ("rewrite_mb",), "export": ("mb",), "redact": ("mb",)}
 SECTIONS = tuple(SIZES)
 
 
