@@ -5,7 +5,7 @@ ingest against orjson parsing every line on all cores (the parse limit), against
 own fastest raw parse, and against parsing every line and keeping it as zstd Parquet (the
 least an archive of raw lines does); a no-change re-ingest against the full ingest; each
 source's cost per file against Claude Code's (bench/sources.py); a rewritten store's pick-up
-against reading it again whole (bench/rewrites.py); and so on. Results are also written as
+against reading it again whole (bench/rewrites.py); export and redaction (bench/reading.py); and so on. Results are also written as
 JSON, and each run ends by comparing its figures with the run before it (bench/compare.py).
 
 Usage: python bench/run.py [--mb 1000] [--chain-sessions 1000] [--chain-records 2000] [--source-files 500]
@@ -29,6 +29,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from compare import add_arguments, comparison, earlier_results, run_facts  # noqa: E402
 from generate import VERSION, generate, generate_chain_corpus  # noqa: E402
+from reading import export_cost, redaction_rate  # noqa: E402
+from reading import report as reading_report  # noqa: E402
 from rewrites import report as rewrites_report  # noqa: E402
 from rewrites import rewrites  # noqa: E402
 from sources import every_source, report  # noqa: E402
@@ -55,44 +57,6 @@ print(json.dumps({"seconds": time.perf_counter() - t, "index_seconds": s.index_s
                   "records": s.records_added, "files": s.files_changed,
                   "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
-
-EXPORT = """
-import json, resource, sys, time
-from convarch.etl.export import export
-t = time.perf_counter()
-r = export(sys.argv[1], sys.argv[2])
-print(json.dumps({"seconds": time.perf_counter() - t, "rows": sum(x.rows for x in r.tables.values()),
-                  "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
-"""
-
-
-def redaction_rate(files: list[str], most_bytes: int = 40_000_000) -> dict:
-    """Redacting lines as `ingest --redact` stores them (a text pass, then each JSON string),
-    against json.loads of the same lines on the same core: redaction runs in Python, one
-    thread at a time."""
-    import json as stdjson
-
-    from convarch.etl.redact import Redactor, redact_json_line
-
-    lines, n = [], 0
-    for f in sorted(f for f in files if "/claude/" in f):
-        for line in Path(f).read_text(encoding="utf-8").splitlines():
-            lines.append(line)
-            n += len(line.encode())
-        if n >= most_bytes:
-            break
-    t = time.perf_counter()
-    for line in lines:
-        stdjson.loads(line)
-    parse_s = time.perf_counter() - t
-    r = Redactor()
-    t = time.perf_counter()
-    for line in lines:
-        redact_json_line(line, r)
-    redact_s = time.perf_counter() - t
-    return {"mb": round(n / 1e6, 1), "mb_per_s": round(n / 1e6 / redact_s, 1),
-            "json_loads_mb_per_s": round(n / 1e6 / parse_s, 1), "ratio_to_json_loads": round(parse_s / redact_s, 3)}
-
 
 def _parse_file(path: str) -> int:
     import orjson
@@ -350,14 +314,7 @@ def main() -> None:
         "lake_files": lake_files,
     }
 
-    out = subprocess.run([sys.executable, "-c", EXPORT, str(db), str(work / "export")], capture_output=True, text=True)
-    if out.returncode:
-        sys.exit(f"export failed:\n{out.stderr}")
-    exported = json.loads(out.stdout.strip().splitlines()[-1])
-    results["export"] = {"seconds": round(exported["seconds"], 2), "rows": exported["rows"],
-                         "ratio_to_full_ingest": round(exported["seconds"] / full["seconds"], 3),
-                         "peak_rss_mb": round(exported["peak_rss_mb"], 1),
-                         "peak_rss_ratio_to_corpus": round(exported["peak_rss_mb"] / mb, 3)}
+    results["export"] = export_cost(db, work / "export", full["seconds"], mb)
     results["redact"] = redaction_rate(files)
 
     print("chain corpus …", flush=True)
@@ -402,7 +359,6 @@ def main() -> None:
     (args.out / f"results-{stamp}.json").write_text(json.dumps(results, indent=2))
     (args.out / "latest.json").write_text(json.dumps(results, indent=2))
     i, s, c, h = results["ingest"], results["search"], results["chains"], results["handoff"]
-    x, r = results["export"], results["redact"]
     print(f"""
 corpus            {mb:.0f} MB ({corpus['codex_bytes'] / nbytes:.0%} Codex rollouts, the rest Claude Code), {corpus['files']} files, {i['records']} records
 ingest            {i['seconds_without_index']} s = {i['mb_per_s']} MB/s (snapshot, parse, load, publish)
@@ -418,8 +374,7 @@ search            p50 {s['p50_ms']} ms, p95 {s['p95_ms']} ms per CLI call (proce
   index           {s['index_mb']} MB = {s['index_ratio_to_corpus']} of the corpus; whole lake {s['lake_ratio_to_corpus']} in {s['lake_files']} Parquet files
 chains            {c['sessions']} x {c['records_per_session']}: built in {c['build_seconds']} s at ingest -> ratio to parsing and loading them {c['ratio_to_parse_load']}; reading all {c['chain_rows']} rows {c['read_all_seconds']} s
 handoff           {h['turns']:,} turns ({h['records']:,} records) rendered in {h['render_seconds']} s ({h['chars']} chars)
-export            {x['rows']:,} rows in {x['seconds']} s -> ratio to the full ingest {x['ratio_to_full_ingest']}; peak RSS {x['peak_rss_mb']} MB = {x['peak_rss_ratio_to_corpus']} of the corpus
-redaction         {r['mb_per_s']} MB/s on {r['mb']} MB of lines (ingest --redact) vs json.loads on the same core {r['json_loads_mb_per_s']} MB/s -> ratio {r['ratio_to_json_loads']}
+{reading_report(results["export"], results["redact"])}
 results           {args.out / 'latest.json'}""")
     if "sources" in results:
         print(report(results["sources"]))

@@ -103,6 +103,11 @@ STAGE_FLUSH_ROWS = 512
 ROW_GROUP_BYTES = "64MB"
 
 
+def _stage_key(month: str) -> str:
+    """The staging folder of a row's partition, from its source and `month` (an expression)."""
+    return f"hash(source, {month})::varchar"
+
+
 # --- the export --------------------------------------------------------------------------
 
 
@@ -201,7 +206,7 @@ def _export_tables(con, root: Path, tmp: Path, old: dict, since_at: datetime | N
         if "month" in {c for c, _ in columns}:
             raise ConvarchError(f"view {spec.name} has a column named month, which the partitioning uses")
         select = ", ".join(_portable(c, t) for c, t in columns)
-        month = f"strftime({spec.month_from}, '%Y-%m')"
+        month_of = f"strftime({spec.month_from}, '%Y-%m')"
         staged = tmp / f"stage-{spec.name}"
         # one pass over the view, its rows written as they come into a folder per partition
         # (named by a hash of its source and month, so no value reaches a path); each
@@ -209,14 +214,14 @@ def _export_tables(con, root: Path, tmp: Path, old: dict, since_at: datetime | N
         # biggest partition, not the table (sorted whole in memory, 1 GB of tool output took
         # 2.2 GB)
         con.execute(
-            f"copy (select {select}, {month} as {MONTH}, hash(source, {month})::varchar as {STAGE_KEY} "
+            f"copy (select {select}, {month_of} as {MONTH}, {_stage_key(month_of)} as {STAGE_KEY} "
             f"from {spec.name} where $since::timestamp is null or {spec.since_on} >= $since::timestamp) "
             f"to {_quote_literal(str(staged))} (format parquet, compression {STAGE_CODEC}, "
             f"partition_by ({STAGE_KEY}), row_group_size_bytes '{ROW_GROUP_BYTES}')",
             {"since": since_at},
         )
         staged_rows = (f"read_parquet({_quote_literal(str(staged / '*' / '*.parquet'))}, hive_partitioning = false)"
-                       if any(staged.glob("*/*.parquet")) else f"(select {select}, {month} as {MONTH} from {spec.name} limit 0)")
+                       if any(staged.glob("*/*.parquet")) else f"(select {select}, {month_of} as {MONTH} from {spec.name} limit 0)")
         out_cols = [(r[0], r[1]) for r in con.execute(f"describe select * from {staged_rows}").fetchall() if r[0] != MONTH]
         types[spec.name] = dict(out_cols)
         file_cols = [c for c, _ in out_cols if c != "source"]
@@ -225,7 +230,7 @@ def _export_tables(con, root: Path, tmp: Path, old: dict, since_at: datetime | N
         parts: dict[str, dict] = {}
         fingerprints = con.execute(
             f"select source, {MONTH}, count(*), sum(hash(t)::hugeint)::varchar, bit_xor(hash(t)), "
-            f"hash(source, {MONTH})::varchar from {staged_rows} as t group by all order by all"
+            f"{_stage_key(MONTH)} from {staged_rows} as t group by all order by all"
         ).fetchall()
         for source, month, rows, hash_sum, hash_xor, stage_key in fingerprints:
             key = partition_key(source, month)
