@@ -60,6 +60,15 @@ class ConvarchGroup(click.Group):
             self.add_command(getattr(importlib.import_module(f"convarch.cli.{module}"), attr), name)
         return super().get_command(ctx, name)
 
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        """`--version` and `--help` print while the arguments are parsed, before `invoke`: a
+        reader gone by then (`convarch --version | head -0`) is not an error either."""
+        try:
+            return super().parse_args(ctx, args)
+        except BrokenPipeError:
+            _drop_stdout()
+            raise click.exceptions.Exit(0) from None
+
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)

@@ -202,7 +202,8 @@ def test_a_reader_that_stops_early_is_not_an_error(tmp_path):
 
     env = {**os.environ, "HOME": str(tmp_path), "CONVARCH_DB": str(tmp_path / "w.duckdb")}
     assert invoke("--db", env["CONVARCH_DB"], "ingest", "claude_code", "--root", str(DEMO)).exit_code == 0
-    for args in (["sources"], ["sources", "--json"], ["sessions", "--limit", "1"]):
+    for args in (["sources"], ["sources", "--json"], ["sessions", "--limit", "1"], ["--version"], ["--help"],
+                 ["sessions", "--help"]):
         proc = subprocess.Popen([sys.executable, "-m", "convarch.cli", *args], env=env,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         proc.stdout.close()                     # the reader is gone before the first write
