@@ -9,7 +9,6 @@ public views read those rows.
 from __future__ import annotations
 
 import functools
-import os
 import re
 import time
 from pathlib import Path
@@ -21,7 +20,7 @@ import pyarrow.parquet as pq
 from convarch import sql
 from convarch.etl.errors import ConvarchError
 from convarch.etl.layout import Layout
-from convarch.etl.duck import sql_list
+from convarch.etl.duck import memory_cap_mb, sql_list
 from convarch.etl.written import Written
 from convarch.etl.partfiles import PartitionFiles, PerWorker
 from convarch.etl.workers import Workers
@@ -118,14 +117,6 @@ GROUP_BYTES = 64 << 20
 #: no group can cut, needs more than a worker has: one of 600,000 records failed at 600 MB and
 #: ran at 800 MB (1.3 KB a record), where it had crashed the whole run at a worker's 300 MB.
 MB_PER_1K_RECORDS = 1.5
-
-
-def memory_cap_mb() -> int:
-    """The most a chain group may take: a quarter of the machine's memory."""
-    try:
-        return max(1024, os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // (4 << 20))
-    except (ValueError, OSError, AttributeError):
-        return 4096
 
 
 def first_try_mb(worker_mb: int, records: int) -> int:

@@ -2,6 +2,7 @@
 network to fetch an extension (json and parquet are built in)."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,15 @@ OFFLINE = {"autoinstall_known_extensions": False, "autoload_known_extensions": F
 
 def connect(path: Path | str = ":memory:", *, read_only: bool = False, **config: Any) -> duckdb.DuckDBPyConnection:
     return duckdb.connect(str(path), read_only=read_only, config={**OFFLINE, **config})
+
+
+def memory_cap_mb() -> int:
+    """The most DuckDB memory one piece of work may grow to when it runs out (a transcript's
+    chains, an export's partition): a quarter of the machine's memory, at least 1 GB."""
+    try:
+        return max(1024, os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // (4 << 20))
+    except (ValueError, OSError, AttributeError):
+        return 4096
 
 
 def is_json_object(expr: str) -> str:

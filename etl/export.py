@@ -32,6 +32,7 @@ from pathlib import Path
 import duckdb
 
 from convarch import __version__
+from convarch.etl.duck import memory_cap_mb
 from convarch.etl.errors import ConvarchError, UsageError
 from convarch.etl.warehouse import connect
 from convarch.sql import docs
@@ -40,6 +41,7 @@ from convarch.etl.export_files import (  # noqa: F401  (LOCK, partition_value: p
     make_durable, partition_key, partition_value, prepare_dir, write_if_changed,
 )
 from convarch.etl.export_files import remove_stale as _remove_stale
+from convarch.etl.export_sort import write_sorted
 
 
 
@@ -98,9 +100,13 @@ STAGE_CODEC = "snappy"
 #: Rows a staging partition buffers before writing them out (DuckDB's default, 512k rows, is
 #: a whole table of tool calls).
 STAGE_FLUSH_ROWS = 512
-#: Bytes of a row group, in staging and in the exported files: a file's row group is held in
-#: memory until written, and tool outputs make rows of megabytes.
-ROW_GROUP_BYTES = "64MB"
+#: Bytes of a staging file's row group, and how many staging files are open at once: each
+#: open file holds its row group in memory until it is full, so these two bound the staging
+#: pass's memory however many months the archive spans.
+STAGE_ROW_GROUP_BYTES = "8MB"
+STAGE_OPEN_FILES = 16
+#: DuckDB memory of an export; it spills past that into the run's temporary folder.
+MEMORY_MB = 512
 
 
 def _stage_key(month: str) -> str:
@@ -144,6 +150,7 @@ def export(db: str | os.PathLike | None, dest: str | os.PathLike, *, since: str 
                 # lets a partition's file be cut in row groups by bytes (ORDER BY still holds)
                 con.execute("set preserve_insertion_order = false")
                 con.execute(f"set partitioned_write_flush_threshold = {STAGE_FLUSH_ROWS}")
+                con.execute(f"set partitioned_write_max_open_files = {STAGE_OPEN_FILES}")
                 result, manifest, types = _export_tables(con, root, tmp, old, since_at)
                 views = docs.describe(con, tuple(t.name for t in TABLES))
             finally:
@@ -183,7 +190,30 @@ def _portable(name: str, typ: str) -> str:
     return col
 
 
+class Memory:
+    """Runs a step of the export with MEMORY_MB of DuckDB memory, and again with twice as much
+    each time it runs out, up to a quarter of the machine's; the limit stays raised for the
+    steps after it, which are likely to need it too."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+        self.con, self.mb = con, MEMORY_MB
+        con.execute(f"set memory_limit = '{self.mb}MB'")
+
+    def run(self, step, *, undo):
+        while True:
+            try:
+                return step()
+            except duckdb.OutOfMemoryException as exc:
+                undo()
+                cap = max(MEMORY_MB, memory_cap_mb())
+                if self.mb >= cap:
+                    raise ConvarchError(f"export ran out of memory at {cap:,} MB: {exc}".splitlines()[0]) from None
+                self.mb = min(cap, self.mb * 2)
+                self.con.execute(f"set memory_limit = '{self.mb}MB'")
+
+
 def _export_tables(con, root: Path, tmp: Path, old: dict, since_at: datetime | None):
+    memory = Memory(con)
     old_tables = old.get("tables", {})
     result = ExportResult(root, None, {})
     manifest: dict = {
@@ -210,28 +240,25 @@ def _export_tables(con, root: Path, tmp: Path, old: dict, since_at: datetime | N
         staged = tmp / f"stage-{spec.name}"
         # one pass over the view, its rows written as they come into a folder per partition
         # (named by a hash of its source and month, so no value reaches a path); each
-        # partition is then fingerprinted and sorted on its own, so memory follows the
-        # biggest partition, not the table (sorted whole in memory, 1 GB of tool output took
-        # 2.2 GB)
-        con.execute(
+        # partition is then fingerprinted and sorted on its own, in slices (etl/export_sort.py)
+        memory.run(lambda: con.execute(
             f"copy (select {select}, {month_of} as {MONTH}, {_stage_key(month_of)} as {STAGE_KEY} "
             f"from {spec.name} where $since::timestamp is null or {spec.since_on} >= $since::timestamp) "
             f"to {_quote_literal(str(staged))} (format parquet, compression {STAGE_CODEC}, "
-            f"partition_by ({STAGE_KEY}), row_group_size_bytes '{ROW_GROUP_BYTES}')",
+            f"partition_by ({STAGE_KEY}), row_group_size_bytes '{STAGE_ROW_GROUP_BYTES}')",
             {"since": since_at},
-        )
+        ), undo=lambda: shutil.rmtree(staged, ignore_errors=True))
         staged_rows = (f"read_parquet({_quote_literal(str(staged / '*' / '*.parquet'))}, hive_partitioning = false)"
                        if any(staged.glob("*/*.parquet")) else f"(select {select}, {month_of} as {MONTH} from {spec.name} limit 0)")
         out_cols = [(r[0], r[1]) for r in con.execute(f"describe select * from {staged_rows}").fetchall() if r[0] != MONTH]
         types[spec.name] = dict(out_cols)
-        file_cols = [c for c, _ in out_cols if c != "source"]
         signature = hashlib.sha256(json.dumps([FORMAT, duckdb.__version__, out_cols]).encode()).hexdigest()
         old_parts = old_tables.get(spec.name, {}).get("partitions", {})
         parts: dict[str, dict] = {}
-        fingerprints = con.execute(
+        fingerprints = memory.run(lambda: con.execute(
             f"select source, {MONTH}, count(*), sum(hash(t)::hugeint)::varchar, bit_xor(hash(t)), "
             f"{_stage_key(MONTH)} from {staged_rows} as t group by all order by all"
-        ).fetchall()
+        ).fetchall(), undo=lambda: None)
         for source, month, rows, hash_sum, hash_xor, stage_key in fingerprints:
             key = partition_key(source, month)
             rel = f"{spec.name}/{key}/{file_name(spec.name, source, month)}"
@@ -248,15 +275,19 @@ def _export_tables(con, root: Path, tmp: Path, old: dict, since_at: datetime | N
                 continue
             staged_file = tmp / f"part-{len(res.written)}-{spec.name}.parquet"
             part_files = _quote_literal(str(staged / f"{STAGE_KEY}={stage_key}" / "*.parquet"))
-            con.execute(
-                f"copy (select {', '.join(_quote_ident(c) for c in file_cols)} "
-                f"from read_parquet({part_files}, hive_partitioning = false) "
-                f"where source is not distinct from $source and {MONTH} is not distinct from $month "
-                f"order by {spec.order_by}) "
-                f"to {_quote_literal(str(staged_file))} (format parquet, compression zstd, "
-                f"row_group_size_bytes '{ROW_GROUP_BYTES}')",
-                {"source": source, "month": month},
-            )
+            scratch = tmp / "sort"
+
+            def undo() -> None:
+                shutil.rmtree(scratch, ignore_errors=True)
+                staged_file.unlink(missing_ok=True)
+
+            undo()
+            scratch.mkdir()
+            memory.run(lambda: write_sorted(
+                con, part_files, f"s.source is not distinct from $source and s.{MONTH} is not distinct from $month",
+                {"source": source, "month": month}, [(c, t) for c, t in out_cols if c != "source"],
+                spec.order_by, staged_file, scratch), undo=lambda: (undo(), scratch.mkdir()))
+            shutil.rmtree(scratch, ignore_errors=True)
             make_durable(staged_file)
             make_dirs(root, final.parent)
             if not inside(root, final.parent):

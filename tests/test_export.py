@@ -144,6 +144,74 @@ def test_each_file_holds_its_rows_in_order_and_no_staging_is_left(warehouse, tmp
     assert not list(dest.rglob(f"{exporter.STAGE_KEY}=*"))
 
 
+def _same_export(dest: Path, reference: Path) -> None:
+    """The same files as an export made the plain way, each holding the same rows in the
+    same order, and nothing temporary left."""
+    assert files_under(dest) == files_under(reference)
+    for rel in files_under(dest):
+        got, want = (duckdb.execute(f"select * from read_parquet('{d / rel}')").fetchall() for d in (dest, reference))
+        assert got == want, rel
+    assert not list(dest.glob(f"{exporter.TMP_PREFIX}*"))
+
+
+@pytest.fixture(scope="module")
+def plain_export(warehouse, tmp_path_factory) -> Path:
+    dest = tmp_path_factory.mktemp("plain") / "out"
+    exporter.export(warehouse, dest)
+    return dest
+
+
+def test_a_partition_too_big_to_sort_at_once_is_sorted_in_slices(warehouse, plain_export, tmp_path, monkeypatch):
+    """A partition with more text than a slice is cut, in its order, into slices sorted one at
+    a time and appended to one file: the same rows in the same order as one sort makes."""
+    from convarch.etl import export_sort
+
+    cut: list[int] = []
+    real = export_sort.write_sorted
+
+    def counting(*args, **kwargs):
+        cut.append(real(*args, **kwargs))
+        return cut[-1]
+
+    monkeypatch.setattr(export_sort, "SLICE_BYTES", 256)
+    monkeypatch.setattr(export_sort, "ROW_GROUP_BYTES", 1)
+    monkeypatch.setattr(exporter, "write_sorted", counting)
+    dest = tmp_path / "out"
+    run_export(warehouse, dest)
+    assert max(cut) >= 5 and len(cut) == sum(
+        len(t["partitions"]) for t in json.loads((dest / exporter.MANIFEST).read_text())["tables"].values())
+    _same_export(dest, plain_export)
+    groups = [duckdb.execute(f"select count(*) from parquet_metadata('{f}') where column_id = 0").fetchall()[0][0]
+              for f in (dest / "messages").rglob("*.parquet")]
+    assert max(groups) > 1                       # a row group per flush, not one per file
+
+
+def test_an_export_that_runs_out_of_memory_tries_again_with_more(warehouse, plain_export, tmp_path, monkeypatch):
+    """Each step starts at MEMORY_MB of DuckDB memory and doubles it when it runs out, up to
+    the cap; past the cap the export stops with one line and leaves the folder as it was."""
+    monkeypatch.setattr(exporter, "MEMORY_MB", 8)
+    limits: list[int] = []
+    real_run = exporter.Memory.run
+
+    def watched(self, step, *, undo):
+        out = real_run(self, step, undo=undo)
+        limits.append(self.mb)
+        return out
+
+    monkeypatch.setattr(exporter.Memory, "run", watched)
+    dest = tmp_path / "out"
+    run_export(warehouse, dest)
+    assert limits[-1] > 8 and limits == sorted(limits)     # it ran out at 8 MB, then had enough
+    _same_export(dest, plain_export)
+
+    monkeypatch.setattr(exporter, "memory_cap_mb", lambda: 1)
+    again = tmp_path / "again"
+    r = CliRunner().invoke(cli, ["--db", str(warehouse), "export", str(again)])
+    assert r.exit_code == 1 and "export ran out of memory at 8 MB" in r.output, r.output
+    assert len(r.output.strip().splitlines()) == 1
+    assert not list(again.rglob("*.parquet")) and not list(again.glob(f"{exporter.TMP_PREFIX}*"))
+
+
 def test_second_export_with_no_change_rewrites_nothing(warehouse, tmp_path):
     dest = tmp_path / "out"
     run_export(warehouse, dest)
