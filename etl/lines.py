@@ -46,7 +46,7 @@ class LineBatch:
 
 def split_snapshot(
     path: Path, file_id: int, start_offset: int, first_line_no: int, *,
-    transform: Callable[[str], str] | None = None, skip: int = 0, room: Callable[[], int] | None = None,
+    transform: Callable[[list[str]], list[str]] | None = None, skip: int = 0, room: Callable[[], int] | None = None,
 ) -> Iterator[LineBatch]:
     """Yield batches of complete lines from a snapshot that begins at `start_offset` of the
     original, from its byte `skip` on (lines loaded already come before it), whose first line
@@ -72,7 +72,7 @@ def split_snapshot(
 
 
 def _cut(mm: mmap.mmap, size: int, file_id: int, offset: int, line_no: int,
-         transform: Callable[[str], str] | None, pos: int = 0,
+         transform: Callable[[list[str]], list[str]] | None, pos: int = 0,
          room: Callable[[], int] | None = None) -> Iterator[LineBatch]:
     data = pa.py_buffer(mm)
     released = 0
@@ -100,7 +100,7 @@ def chunk_bytes(room: Callable[[], int] | None) -> int:
     return READ_CHUNK if room is None else max(1, room())
 
 
-def split_chunks(chunks: Iterable[bytes], file_id: int, *, transform: Callable[[str], str] | None = None
+def split_chunks(chunks: Iterable[bytes], file_id: int, *, transform: Callable[[list[str]], list[str]] | None = None
                  ) -> Iterator[LineBatch]:
     """Batches of lines from `chunks` of whole lines (each ending with its newline) made as
     they come: the lines of a container read for the first time, cut while the rest are
@@ -113,7 +113,7 @@ def split_chunks(chunks: Iterable[bytes], file_id: int, *, transform: Callable[[
 
 
 def _split_body(body: pa.Buffer, file_id: int, line_no: int, offset: int,
-                transform: Callable[[str], str] | None) -> tuple[LineBatch, int, int]:
+                transform: Callable[[list[str]], list[str]] | None) -> tuple[LineBatch, int, int]:
     """One chunk of whole lines cut by Arrow where it can, else by Python."""
     fast = transform is None and body.size >= SMALL_BODY
     done = _split_fast(body, file_id, line_no, offset) if fast else None
@@ -121,7 +121,7 @@ def _split_body(body: pa.Buffer, file_id: int, line_no: int, offset: int,
 
 
 def _split(body: bytes, file_id: int, line_no: int, offset: int,
-           transform: Callable[[str], str] | None = None) -> tuple[LineBatch, int, int]:
+           transform: Callable[[list[str]], list[str]] | None = None) -> tuple[LineBatch, int, int]:
     nos: list[int] = []
     offs: list[int] = []
     texts: list[str] = []
@@ -146,7 +146,9 @@ def _split(body: bytes, file_id: int, line_no: int, offset: int,
             continue
         nos.append(no)
         offs.append(here)
-        texts.append(transform(text) if transform else text)
+        texts.append(text)
+    if transform is not None:       # a batch at a time: redaction spreads it over processes
+        texts = transform(texts)
     table = pa.table(
         [pa.array([file_id] * len(nos), pa.int64()), pa.array(nos, pa.int64()), pa.array(offs, pa.int64()), pa.array(texts, pa.string())],
         schema=LINES_SCHEMA,

@@ -21,7 +21,8 @@ from convarch.etl import snapshot as snap
 from convarch.etl.containers import HASH_KIND, WholeStream, makes_lines, snapshot_whole
 from convarch.etl.lines import split_chunks, split_snapshot
 from convarch.etl.load import BatchWriter, FileContext
-from convarch.etl.redact import Redactor, redact_json_line
+from convarch.etl.redact import Redactor
+from convarch.etl import redact_pool
 
 if TYPE_CHECKING:
     from convarch.etl.extract import UnitResult
@@ -140,12 +141,12 @@ def _context(p: Planned, epoch: int) -> FileContext:
     )
 
 
-def _redacting(redactor: Redactor | None) -> Callable[[str], str] | None:
+def _redacting(redactor: Redactor | None) -> Callable[[list[str]], list[str]] | None:
     if redactor is None:
         return None
 
-    def transform(line: str) -> str:
-        return redact_json_line(line, redactor)
+    def transform(lines: list[str]) -> list[str]:
+        return redact_pool.redact_lines(lines, redactor)
 
     return transform
 

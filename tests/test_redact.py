@@ -77,3 +77,88 @@ def test_a_secret_behind_json_escapes_is_found():
     out = redact_json_line(line, r)
     assert "hunter2hunter2" not in out and "Ab12Cd34Ef56Gh78" not in out
     assert r.counts == Counter({"openai": 1, "secret": 1})
+
+
+def _lines(n: int, seed: int) -> list[str]:
+    """JSON lines with secrets in their values (some behind escapes), and a few lines that are
+    not JSON, as a store's batch holds them."""
+    import json
+
+    rng = random.Random(seed)
+    out = []
+    for text in _texts(n, seed):
+        if rng.random() < 0.05:
+            out.append(text.replace("\n", " "))
+        else:
+            out.append(json.dumps({"type": "user", "message": {"content": text}}, ensure_ascii=rng.random() < 0.5))
+    return out
+
+
+def test_redacting_a_batch_on_processes_gives_each_line_and_count_as_in_thread(monkeypatch):
+    """`ingest --redact` cuts a batch into chunks for a pool of processes: the lines come back
+    in order, each as the redactor makes it in-thread, and the counts add up the same."""
+    from convarch.etl import redact_pool
+
+    lines = _lines(4000, 7)
+    want_counts = Redactor()
+    want = [redact_json_line(line, want_counts) for line in lines]
+    monkeypatch.setattr(redact_pool, "IN_THREAD_BYTES", 0)
+    monkeypatch.setattr(redact_pool, "CHUNK_BYTES", 20_000)       # many chunks, so order matters
+    monkeypatch.setattr(redact_pool, "processes", lambda: 2)
+    redact_pool.shutdown()
+    try:
+        got_counts = Redactor()
+        got = redact_pool.redact_lines(lines, got_counts)
+        pool = redact_pool._pool
+        assert pool is not None and len(pool._processes) == 2      # the processes did the work
+        assert got == want
+        assert got_counts.counts == want_counts.counts and sum(want_counts.counts.values()) > 100
+    finally:
+        redact_pool.shutdown()
+
+
+def test_a_pool_that_breaks_leaves_redaction_in_thread(monkeypatch):
+    from concurrent.futures.process import BrokenProcessPool
+
+    from convarch.etl import redact_pool
+
+    class Broken:
+        def map(self, fn, it):
+            raise BrokenProcessPool("a process was killed")
+
+        def shutdown(self, **kwargs):
+            pass
+
+    lines = _lines(300, 8)
+    want_counts = Redactor()
+    want = [redact_json_line(line, want_counts) for line in lines]
+    monkeypatch.setattr(redact_pool, "IN_THREAD_BYTES", 0)
+    monkeypatch.setattr(redact_pool, "_pool", Broken())
+    monkeypatch.setattr(redact_pool, "_failed", False)
+    got_counts = Redactor()
+    assert redact_pool.redact_lines(lines, got_counts) == want
+    assert got_counts.counts == want_counts.counts
+    assert redact_pool._pool is None and redact_pool._failed       # not tried again this process
+
+
+def test_a_script_without_a_main_guard_is_not_run_again_by_the_pool(tmp_path):
+    """A process of the pool starts from a fresh interpreter, which would first run the
+    parent's main script again: a user's script calling ingest with redaction and no
+    `if __name__ == "__main__"` guard would have ingested twice, or failed."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "no_guard.py"
+    script.write_text(
+        "from convarch.etl.redact import Redactor\n"
+        "from convarch.etl import redact_pool\n"
+        "redact_pool.IN_THREAD_BYTES = 0\n"
+        "redact_pool.processes = lambda: 2\n"
+        "r = Redactor()\n"
+        "out = redact_pool.redact_lines(['{\"a\": \"password=hunter2hunter2 %d\"}' % i for i in range(5000)], r)\n"
+        "print('ran', len(out), r.counts['secret'], redact_pool._pool is not None and not redact_pool._failed)\n"
+    )
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["ran 5000 5000 True"], done.stdout
+    assert "Traceback" not in done.stderr, done.stderr

@@ -223,7 +223,17 @@ FAKE = {"stripe": "sk_live_" + "4eC39HqLyjWDarjtT1zdp7dc", "github": "ghp_" + "a
         "aws": "AKIAIOSFODNN7EXAMPLE"}
 
 
-def test_redact_at_ingest_stores_no_secret_anywhere(tmp_path):
+@pytest.mark.parametrize("pooled", [False, True])
+def test_redact_at_ingest_stores_no_secret_anywhere(tmp_path, monkeypatch, request, pooled):
+    """In the ingest's threads, and (pooled) on the processes a big batch is redacted on."""
+    from convarch.etl import redact_pool
+
+    if pooled:
+        monkeypatch.setattr(redact_pool, "IN_THREAD_BYTES", 0)
+        monkeypatch.setattr(redact_pool, "processes", lambda: 2)
+        redact_pool.shutdown()
+        request.addfinalizer(redact_pool.shutdown)
+        monkeypatch.setattr(redact_pool, "redact_lines", _must_pool(redact_pool.redact_lines))
     root = tmp_path / "claude"
     write_jsonl(root / "projects" / "-r" / "s.jsonl", [
         user("u1", None, f"deploy with {FAKE['stripe']} please", "2026-05-01T10:00:00.000Z"),
@@ -251,6 +261,15 @@ def test_redact_at_ingest_stores_no_secret_anywhere(tmp_path):
         assert secret[4:16].encode() not in blobs, secret
     assert scalar(db, "select count(*) from stg_records") == 4
     assert scalar(db, "select count(*) from quarantine") == 0
+
+
+def _must_pool(redact_lines):
+    def checked(lines, redactor):
+        from convarch.etl import redact_pool
+        out = redact_lines(lines, redactor)
+        assert redact_pool._pool is not None and not redact_pool._failed
+        return out
+    return checked
 
 
 def test_a_batch_size_that_ran_out_of_memory_is_not_tried_again_by_the_runs_other_writers(tmp_path, monkeypatch):
