@@ -66,6 +66,7 @@ FIGURES = (
     Figure(("export", "ratio_to_full_ingest"), "export / full ingest", "lower", "ratio"),
     Figure(("export", "peak_rss_mb"), "export peak RSS MB", "lower", "size"),
     Figure(("redact", "ratio_to_json_loads"), "redaction / json.loads", "higher", "ratio"),
+    Figure(("redact", "pool_ratio_to_one_thread"), "redaction on processes / one thread", "higher", "ratio"),
     Figure(("sources", "together", "no_change_ratio_to_full"), "every source: no-change / full", "lower", "ratio"),
     Figure(("sources", "together", "seconds"), "every source together s", "lower", "time"),
     # each source's ms a file, not its ratio to Claude Code's: that baseline is itself a
