@@ -116,17 +116,18 @@ def _started(pool: ProcessPoolExecutor, n: int) -> ProcessPoolExecutor:
 
 
 def _drop_pool() -> None:
-    global _pool, _failed
-    with _lock:
-        if _pool is not None:
-            _pool.shutdown(wait=False, cancel_futures=True)
-        _pool, _failed = None, True
+    _close(wait=False, failed=True)
 
 
 def shutdown() -> None:
     """Stop the pool's processes (tests; the interpreter's exit does it too)."""
+    _close(wait=True, failed=False)
+
+
+def _close(*, wait: bool, failed: bool) -> None:
+    """Stop the pool; with `failed`, later batches are redacted in-thread."""
     global _pool, _failed
     with _lock:
         if _pool is not None:
-            _pool.shutdown(wait=True, cancel_futures=True)
-        _pool, _failed = None, False
+            _pool.shutdown(wait=wait, cancel_futures=True)
+        _pool, _failed = None, failed
