@@ -31,6 +31,11 @@ def is_json_object(expr: str) -> str:
     return f"case when json_valid({expr}) then json_type({expr}) = 'OBJECT' else false end"
 
 
+def sql_ident(name: str) -> str:
+    """A column name quoted for SQL, whatever characters it holds."""
+    return '"' + name.replace('"', '""') + '"'
+
+
 def sql_literal(s: str) -> str:
     """A string as a SQL literal, for the file lists and paths DuckDB cannot take as parameters."""
     return "'" + s.replace("'", "''") + "'"

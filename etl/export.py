@@ -32,7 +32,7 @@ from pathlib import Path
 import duckdb
 
 from convarch import __version__
-from convarch.etl.duck import memory_cap_mb
+from convarch.etl.duck import memory_cap_mb, sql_ident, sql_literal
 from convarch.etl.errors import ConvarchError, UsageError
 from convarch.etl.warehouse import connect
 from convarch.sql import docs
@@ -180,7 +180,7 @@ def _read_manifest(root: Path) -> dict:
 
 def _portable(name: str, typ: str) -> str:
     """A column as written to Parquet: types every engine reads the same way."""
-    col = '"' + name.replace('"', '""') + '"'
+    col = sql_ident(name)
     if typ == "TIMESTAMP":  # UTC wall time in the warehouse: written as an instant (isAdjustedToUTC)
         return f"{col}::timestamptz as {col}"
     if typ == "JSON" or typ == "UUID":
@@ -244,11 +244,11 @@ def _export_tables(con, root: Path, tmp: Path, old: dict, since_at: datetime | N
         memory.run(lambda: con.execute(
             f"copy (select {select}, {month_of} as {MONTH}, {_stage_key(month_of)} as {STAGE_KEY} "
             f"from {spec.name} where $since::timestamp is null or {spec.since_on} >= $since::timestamp) "
-            f"to {_quote_literal(str(staged))} (format parquet, compression {STAGE_CODEC}, "
+            f"to {sql_literal(str(staged))} (format parquet, compression {STAGE_CODEC}, "
             f"partition_by ({STAGE_KEY}), row_group_size_bytes '{STAGE_ROW_GROUP_BYTES}')",
             {"since": since_at},
         ), undo=lambda: shutil.rmtree(staged, ignore_errors=True))
-        staged_rows = (f"read_parquet({_quote_literal(str(staged / '*' / '*.parquet'))}, hive_partitioning = false)"
+        staged_rows = (f"read_parquet({sql_literal(str(staged / '*' / '*.parquet'))}, hive_partitioning = false)"
                        if any(staged.glob("*/*.parquet")) else f"(select {select}, {month_of} as {MONTH} from {spec.name} limit 0)")
         out_cols = [(r[0], r[1]) for r in con.execute(f"describe select * from {staged_rows}").fetchall() if r[0] != MONTH]
         types[spec.name] = dict(out_cols)
@@ -274,20 +274,11 @@ def _export_tables(con, root: Path, tmp: Path, old: dict, since_at: datetime | N
                 res.unchanged += 1
                 continue
             staged_file = tmp / f"part-{len(res.written)}-{spec.name}.parquet"
-            part_files = _quote_literal(str(staged / f"{STAGE_KEY}={stage_key}" / "*.parquet"))
-            scratch = tmp / "sort"
-
-            def undo() -> None:
-                shutil.rmtree(scratch, ignore_errors=True)
-                staged_file.unlink(missing_ok=True)
-
-            undo()
-            scratch.mkdir()
+            part_files = sql_literal(str(staged / f"{STAGE_KEY}={stage_key}" / "*.parquet"))
             memory.run(lambda: write_sorted(
                 con, part_files, f"s.source is not distinct from $source and s.{MONTH} is not distinct from $month",
                 {"source": source, "month": month}, [(c, t) for c, t in out_cols if c != "source"],
-                spec.order_by, staged_file, scratch), undo=lambda: (undo(), scratch.mkdir()))
-            shutil.rmtree(scratch, ignore_errors=True)
+                spec.order_by, staged_file, tmp / "slices"), undo=lambda: staged_file.unlink(missing_ok=True))
             make_durable(staged_file)
             make_dirs(root, final.parent)
             if not inside(root, final.parent):
@@ -309,14 +300,6 @@ def _intact(path: Path, entry: dict) -> bool:
     except FileNotFoundError:
         return False
     return path.is_file() and not path.is_symlink() and st.st_size == entry.get("bytes")
-
-
-def _quote_ident(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
-def _quote_literal(s: str) -> str:
-    return "'" + s.replace("'", "''") + "'"
 
 
 # --- README ------------------------------------------------------------------------------

@@ -19,6 +19,8 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from convarch.etl.duck import sql_ident, sql_literal
+
 #: Text a slice holds at most (a row bigger than that is a slice of its own): what one sort
 #: keeps in memory, about four times over.
 SLICE_BYTES = 64 << 20
@@ -36,22 +38,19 @@ ROW_OVERHEAD = 64
 _SLICE, _ORDINAL = "_export_slice", "_export_ordinal"
 
 
-def _ident(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
 def _size_of(columns: list[tuple[str, str]]) -> str:
     """A row's size in bytes, near enough to cut slices by: its text plus an overhead."""
-    texts = [f"coalesce(strlen({_ident(c)}), 0)" for c, t in columns if t == "VARCHAR"]
+    texts = [f"coalesce(strlen({sql_ident(c)}), 0)" for c, t in columns if t == "VARCHAR"]
     return " + ".join([*texts, str(ROW_OVERHEAD)])
 
 
 def write_sorted(con: duckdb.DuckDBPyConnection, staged: str, keep: str, params: dict,
-                 columns: list[tuple[str, str]], order_by: str, dest: Path, work: Path) -> int:
+                 columns: list[tuple[str, str]], order_by: str, dest: Path, cut: Path) -> int:
     """Write the rows of the staging files `staged` (a read_parquet glob) that pass `keep`
-    into `dest`, in `order_by` order, with only `columns`; `work` is an empty scratch folder.
-    Returns the number of slices the rows were cut into."""
-    cols = ", ".join(f"s.{_ident(c)}" for c, _ in columns)
+    into `dest`, in `order_by` order, with only `columns`; the slices are written into the
+    folder `cut`, which is removed again, whether or not the write succeeds. Returns the
+    number of slices the rows were cut into."""
+    cols = ", ".join(f"s.{sql_ident(c)}" for c, _ in columns)
     source = f"read_parquet({staged}, hive_partitioning = false, filename = true, file_row_number = true)"
     con.execute(
         f"create or replace temp table export_order as "
@@ -66,26 +65,22 @@ def write_sorted(con: duckdb.DuckDBPyConnection, staged: str, keep: str, params:
             _append(dest, [con.sql(f"select {cols} from {source} as s where {keep} order by {order_by}",
                                    params=params).to_arrow_reader(BATCH_ROWS)])
             return slices
-        cut = work / "slices"
+        shutil.rmtree(cut, ignore_errors=True)
         con.execute(
             f"copy (select {cols}, o.{_ORDINAL}, o.{_SLICE} from {source} as s "
             f"join export_order as o using (filename, file_row_number)) "
-            f"to '{_quoted(cut)}' (format parquet, compression snappy, partition_by ({_SLICE}), "
+            f"to {sql_literal(str(cut))} (format parquet, compression snappy, partition_by ({_SLICE}), "
             f"row_group_size_bytes '8MB')"
         )
         numbers = sorted(int(p.name.split("=", 1)[1]) for p in cut.iterdir() if p.name.startswith(f"{_SLICE}="))
-        plain = ", ".join(_ident(c) for c, _ in columns)
+        plain = ", ".join(sql_ident(c) for c, _ in columns)
         _append(dest, (con.sql(
-            f"select {plain} from read_parquet('{_quoted(cut / f'{_SLICE}={n}')}/*.parquet', hive_partitioning = false) "
+            f"select {plain} from read_parquet({sql_literal(str(cut / f'{_SLICE}={n}' / '*.parquet'))}, hive_partitioning = false) "
             f"order by {_ORDINAL}").to_arrow_reader(BATCH_ROWS) for n in numbers))
-        shutil.rmtree(cut, ignore_errors=True)
         return len(numbers)
     finally:
+        shutil.rmtree(cut, ignore_errors=True)
         con.execute("drop table if exists export_order")
-
-
-def _quoted(path: Path) -> str:
-    return str(path).replace("'", "''")
 
 
 def _append(dest: Path, readers) -> None:
