@@ -14,6 +14,7 @@ import os
 import sys
 import threading
 import types
+from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -41,9 +42,11 @@ def redact_lines(lines: list[str], redactor: Redactor) -> list[str]:
     if pool is not None:
         try:
             out: list[str] = []
+            found = Counter()           # added once every chunk is back: a retry counts once
             for done, counts in pool.map(_redact_chunk, _chunks(lines)):
                 out += done
-                redactor.counts.update(counts)
+                found.update(counts)
+            redactor.counts.update(found)
             return out
         except (BrokenProcessPool, OSError, RuntimeError):
             _drop_pool()            # a process died (out of memory, killed): go on in-thread

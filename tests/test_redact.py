@@ -118,12 +118,14 @@ def test_redacting_a_batch_on_processes_gives_each_line_and_count_as_in_thread(m
 
 
 def test_a_pool_that_breaks_leaves_redaction_in_thread(monkeypatch):
+    """Halfway through a batch: the batch is redacted again in-thread, its kinds counted once."""
     from concurrent.futures.process import BrokenProcessPool
 
     from convarch.etl import redact_pool
 
     class Broken:
-        def map(self, fn, it):
+        def map(self, fn, it):              # one chunk comes back, then a process dies
+            yield fn(next(iter(it)))
             raise BrokenProcessPool("a process was killed")
 
         def shutdown(self, **kwargs):
