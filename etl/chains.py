@@ -42,14 +42,6 @@ def _with_source(con: duckdb.DuckDBPyConnection, name: str) -> str:
     return "select v.* exclude (source), w.source" if "source" in cols else "select v.*, w.source"
 
 
-def define_chain_views(con: duckdb.DuckDBPyConnection, *, as_tables: bool = False) -> None:
-    """Create the chain relations in order; as tables, each step is computed once, not once
-    per view that reads it."""
-    kind = "temp table" if as_tables else "view"
-    for name in CHAIN_VIEWS:
-        con.execute(f"create or replace {kind} {sql.view_name(name)} as {sql.read(name)}")
-
-
 def _reads(name: str) -> set[str]:
     """The chain relations a view's SQL reads (its comments left out)."""
     body = "\n".join(line.split("--", 1)[0] for line in sql.read(name).splitlines())
@@ -90,7 +82,11 @@ def _build_plan() -> tuple[tuple[str, str, tuple[str, ...]], ...]:
 def build_chain_tables(con: duckdb.DuckDBPyConnection) -> None:
     """The chain relations as tables, each step dropped once every step that reads it is
     built (the materialized views stay, for the caller to write). A long transcript's steps
-    are each a table of its every node, and a walk's peak came with all of them held at once."""
+    are each a table of its every node, and a walk's peak came with all of them held at once.
+
+    Always tables, never views: each step names the one before it in a plain CTE (a
+    materialized one was a copy of a whole table that DuckDB cannot spill), so as views every
+    step would inline the whole chain above it, and planning them took 38 s even over no rows."""
     for name, body, spent in _build_plan():
         con.execute(f"create or replace temp table {name} as {body}")
         for dep in spent:
@@ -112,11 +108,16 @@ RECORDS_READ = {True: f"t.* {UNREAD['records']} replace (null::varchar as raw)",
 #: walk's per-step cost is shared, small enough that its memory stays bounded.
 GROUP_RECORDS = 50_000
 GROUP_BYTES = 64 << 20
+#: A chain view's rows are written in row groups of about this size, streamed out of DuckDB:
+#: a 600,000-record transcript's chain_messages, taken whole, held 200 MB more outside
+#: DuckDB's memory limit.
+WRITE_GROUP_BYTES = 32 << 20
 #: DuckDB memory a group's steps take per thousand records. Every step is a table of the
 #: group's nodes and a walk's window spans a file's rows at once, so a long transcript, which
-#: no group can cut, needs more than a worker has: one of 600,000 records failed at 600 MB and
-#: ran at 800 MB (1.3 KB a record), where it had crashed the whole run at a worker's 300 MB.
-MB_PER_1K_RECORDS = 1.5
+#: no group can cut, needs more than a worker has: one of 600,000 records failed at 360 MB and
+#: ran at 420 MB, and at 600 MB it spills little (it had crashed the whole run at a worker's
+#: 300 MB, and needed 800 MB while the steps copied their inputs into materialized CTEs).
+MB_PER_1K_RECORDS = 1.0
 
 
 def first_try_mb(worker_mb: int, records: int) -> int:
@@ -242,7 +243,8 @@ def _build_group(con: duckdb.DuckDBPyConnection, parts: PartitionFiles, epochs: 
                 mb = min(cap, mb * 2)
         for name in MATERIALIZED:
             parts.write(con, name, f"{_with_source(con, name)}, {int(run_id)}::bigint as chain_run_id, 'all' as month "
-                                   f"from {name} as v join (select distinct file_id, source from wanted) as w on w.file_id = v.file_id")
+                                   f"from {name} as v join (select distinct file_id, source from wanted) as w on w.file_id = v.file_id",
+                        group_bytes=WRITE_GROUP_BYTES)
     finally:
         _drop_tables(con)
         con.execute(f"set memory_limit = '{int(worker_mb)}MB'")

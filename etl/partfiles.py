@@ -45,6 +45,9 @@ RUN_ROWS = 1 << 20
 #: Rows per row group of a sorted run; narrower groups are skipped more finely but each costs
 #: every reader time in the footer (8k-row groups: more planning than the rows they saved).
 RUN_GROUP_ROWS = 1 << 15
+#: Rows DuckDB hands over at a time when a write is streamed; they gather into row groups of
+#: the caller's size.
+STREAM_ROWS = 4096
 #: Columns of free text or raw JSON, written without min/max statistics or a dictionary. No
 #: query prunes row groups by them, yet their statistics held up to two whole values per row
 #: group in every file's footer, which each read-back parses, and the writer hashed every value
@@ -91,20 +94,26 @@ class PartitionFiles:
     _held: dict[tuple[str, str, str], list[pa.Table]] = field(default_factory=dict)
     _held_rows: int = 0
 
-    def write(self, con: duckdb.DuckDBPyConnection, table: str, select: str) -> list[RowGroup]:
+    def write(self, con: duckdb.DuckDBPyConnection, table: str, select: str, *,
+              group_bytes: int | None = None) -> list[RowGroup]:
         """Append the rows of `select` (which has source and month columns) as one row group
-        per partition they fall in. The rows of a table in SORTED_BY are held for a sorted
-        run instead, so they have no row groups of their own to return."""
+        per partition they fall in, or, with `group_bytes`, streamed in row groups of about
+        that many bytes each. The rows of a table in SORTED_BY are held for a sorted run
+        instead, so they have no row groups of their own to return."""
         rel = con.sql(select)
-        rows = _keep_json(rel.to_arrow_table(), [str(t) for t in rel.types])
+        types = [str(t) for t in rel.types]
         out: list[RowGroup] = []
-        for source, month, part in _partitions(rows):
-            if table in SORTED_BY:
-                self._held.setdefault((table, source, month), []).append(part)
-                self._held_rows += part.num_rows
-            else:
-                out.append(self._append(table, source, month, part))
-        del rows
+        chunks = [rel.to_arrow_table()] if group_bytes is None else _chunks(rel.to_arrow_reader(STREAM_ROWS), group_bytes)
+        for chunk in chunks:
+            rows = _keep_json(chunk, types)
+            del chunk
+            for source, month, part in _partitions(rows):
+                if table in SORTED_BY:
+                    self._held.setdefault((table, source, month), []).append(part)
+                    self._held_rows += part.num_rows
+                else:
+                    out.append(self._append(table, source, month, part))
+            del rows
         if self._held_rows >= RUN_ROWS:
             self._write_runs()
         # Arrow's allocator (mimalloc) would keep each worker's largest batch for good; handing
@@ -216,6 +225,21 @@ def _sorting(column: pa.ChunkedArray) -> pa.Array:
     encoded = pc.dictionary_encode(column).combine_chunks()
     ranks = pc.rank(encoded.dictionary, sort_keys="ascending", tiebreaker="first")
     return pc.sort_indices(pc.take(ranks, encoded.indices))
+
+
+def _chunks(reader: pa.RecordBatchReader, group_bytes: int):
+    """The reader's batches gathered into tables of about `group_bytes` each; none when it
+    has no rows."""
+    held: list[pa.RecordBatch] = []
+    size = 0
+    for batch in reader:
+        held.append(batch)
+        size += batch.nbytes
+        if size >= group_bytes:
+            yield pa.Table.from_batches(held, reader.schema)
+            held, size = [], 0
+    if held:
+        yield pa.Table.from_batches(held, reader.schema)
 
 
 def _partitions(rows: pa.Table):

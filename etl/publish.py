@@ -20,7 +20,7 @@ from convarch.sql import docs
 from convarch.adapters import claude_code
 from convarch.etl.duck import connect, sql_list, sql_literal
 from convarch.etl.layout import Layout, make_private, replace_durably
-from convarch.etl.chains import CHAIN_VIEWS, MATERIALIZED, define_chain_views
+from convarch.etl.chains import CHAIN_VIEWS, MATERIALIZED, build_chain_tables
 from convarch.etl.quarantine import QUARANTINE_SCHEMA
 from convarch.etl.manifest import read_manifest
 from convarch.etl.readers import keep_outgoing
@@ -68,7 +68,7 @@ def seed_schemas() -> dict[str, pa.Schema]:
     postings = con.sql(f"select * exclude (source, month) from ({sql.read('search/postings')})").to_arrow_table().schema
     con.execute(f"create view stg_records as {sql.read('extract/stored_records')}")
     con.execute("create view stg_blocks as select * from blocks_batch")
-    define_chain_views(con)
+    build_chain_tables(con)
     chains = {}
     for name in MATERIALIZED:
         cols = [r[0] for r in con.execute(f"describe {name}").fetchall()]

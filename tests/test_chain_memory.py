@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 
 from convarch.adapters import claude_code
@@ -77,3 +78,29 @@ def test_a_chain_past_the_memory_cap_fails_the_run_with_one_clear_error(tmp_path
     s = run(db, root)
     assert s.records_added == RECORDS
     assert scalar(db, "select count(*) from chain_messages") == RECORDS
+
+
+def test_a_long_chain_is_written_a_row_group_at_a_time_with_every_row(tmp_path, monkeypatch):
+    """A transcript's chain rows stream out of DuckDB in row groups of WRITE_GROUP_BYTES, so
+    writing them never holds the whole chain outside DuckDB's memory limit; the archive reads
+    the same as when each view was written whole."""
+    root = tmp_path / "home" / ".claude"
+    long_transcript(root)
+    whole = tmp_path / "whole" / "w.duckdb"
+    monkeypatch.setattr(chains, "WRITE_GROUP_BYTES", 1 << 40)
+    run(whole, root)
+    monkeypatch.setattr(chains, "WRITE_GROUP_BYTES", 64 << 10)
+    db = tmp_path / "w" / "w.duckdb"
+    run(db, root)
+
+    def groups(db: Path, view: str) -> int:
+        files = [p for p in (Layout(db).lake / view).rglob("*.parquet") if not p.name.startswith("seed-")]
+        return sum(pq.ParquetFile(p).metadata.num_row_groups for p in files)
+
+    assert groups(whole, "chain_messages") == 1
+    assert groups(db, "chain_messages") > 1
+    assert chain_of(db) == chain_of(whole)
+    assert len(chain_of(db)) == RECORDS
+    for view in ("resume_messages", "branches", "session_state"):
+        q = f"select * exclude (file_id) from {view} order by all"
+        assert rows(db, q) == rows(whole, q), view

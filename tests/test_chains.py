@@ -728,7 +728,7 @@ def test_only_the_chain_sources_have_chains(name, tmp_path):
     con.execute(f"create temp table blocks_batch as {sql.read(ext.blocks)}")
     con.execute(f"create temp table stg_records as select * exclude (metadata_raw) from ({sql.read('extract/stored_records')})")
     con.execute("create temp table stg_blocks as select * from blocks_batch")
-    chains.define_chain_views(con, as_tables=True)
+    chains.build_chain_tables(con)
     counts = {v: con.execute(f"select count(*) from {v}").fetchone()[0] for v in chains.MATERIALIZED}
     if name in chains.CHAIN_SOURCES:
         assert counts["chain_messages"] > 0 and counts["session_state"] > 0

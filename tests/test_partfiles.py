@@ -120,6 +120,40 @@ def test_a_batch_over_several_months_puts_each_row_in_its_own_month_in_order(tmp
     assert {(g.source, g.month) for g in first} == set(expect)
 
 
+def test_a_streamed_write_holds_a_row_group_of_its_size_at_a_time_and_keeps_every_row(tmp_path, monkeypatch):
+    """A write streamed out of DuckDB (the chains of a long transcript) gives the rows of a
+    whole one, in the same files and order, cut into row groups of about the size asked;
+    a query with no rows writes nothing."""
+    import duckdb
+
+    monkeypatch.setattr(partfiles, "STREAM_ROWS", 100)
+    con = duckdb.connect()
+    con.execute("create table batch as select i as n, case when i % 3 = 0 then 'b' else 'a' end as source, "
+                "'all' as month, repeat('x', 50) || i as text, ('{\"i\": ' || i || '}')::json as doc from range(5000) t(i)")
+    whole = partfiles.PartitionFiles(1, tmp_path / "whole", 0)
+    expected = whole.write(con, "t", "select * from batch")
+    whole.close()
+    streamed = partfiles.PartitionFiles(1, tmp_path / "streamed", 0)
+    groups = streamed.write(con, "t", "select * from batch", group_bytes=32 << 10)
+    assert streamed.write(con, "t", "select * from batch where n < 0", group_bytes=32 << 10) == []
+    streamed.close()
+
+    def read(groups) -> dict[str, list[tuple]]:
+        got: dict[str, list[tuple]] = {}
+        for g in groups:
+            table = pq.ParquetFile(g.path).read_row_group(g.index)
+            assert table.num_rows == g.rows
+            assert table.schema.field("doc").type.extension_name == "arrow.json"
+            got.setdefault(g.source, []).extend(zip(*(table[c].to_pylist() for c in ("n", "text", "doc"))))
+        return got
+
+    assert len(expected) == 2 and len(groups) > 10, (len(expected), len(groups))
+    assert read(groups) == read(expected)
+    assert sorted(n for rows in read(groups).values() for n, _, _ in rows) == list(range(5000))
+    sizes = [g.rows for g in groups]
+    assert max(sizes) < 2000, sizes                   # about 32 KB each, not the whole query
+
+
 def test_free_text_columns_carry_no_statistics_and_keys_do(tmp_path, monkeypatch):
     """Row groups are pruned by their keys (file, line, session, time), never by a message's
     text or raw JSON, whose min/max would put up to two whole values per row group in every

@@ -11,7 +11,9 @@
 -- detail holds the id the issue is about (the missing parent, the call id).
 with recursive
 
-nodes as materialized (
+-- (not materialized: each step is a table already, and a materialized CTE is a copy of it
+-- that DuckDB cannot spill; a 600,000-record transcript then needed twice the memory)
+nodes as not materialized (
     select * from int_chain_relinked
 ),
 

@@ -6,7 +6,9 @@
 -- chain_issues finds the cycles among them, branches counts their leaves' paths apart.
 with recursive
 
-runs as materialized (
+-- (not materialized: each step is a table already, and a materialized CTE is a copy of it
+-- that DuckDB cannot spill; a 600,000-record transcript then needed twice the memory)
+runs as not materialized (
     select * from int_chain_runs where graph in ('map', 'resume')
 ),
 

@@ -9,7 +9,9 @@
 -- the only candidates in a subagent file.
 with recursive
 
-nodes as materialized (
+-- (not materialized: each step is a table already, and a materialized CTE is a copy of it
+-- that DuckDB cannot spill; a 600,000-record transcript then needed twice the memory)
+nodes as not materialized (
     select * from int_chain_relinked
 ),
 

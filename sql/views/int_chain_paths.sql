@@ -13,12 +13,14 @@
 -- by the timestamp string with map order breaking ties. Their own descendants are not followed.
 with recursive
 
-nodes as materialized (
+-- (not materialized: each step is a table already, and a materialized CTE is a copy of it
+-- that DuckDB cannot spill; a 600,000-record transcript then needed twice the memory)
+nodes as not materialized (
     select * from int_chain_leaves
 ),
 
 -- each walk's nodes with their parents in the Map (the walks' own parents: int_chain_runs)
-edges as materialized (
+edges as not materialized (
     select 'full' as graph, file_id, node, parent_node as map_parent_node
     from nodes
 
@@ -35,7 +37,7 @@ default_leaves as (
     where is_default_leaf
 ),
 
-runs as materialized (
+runs as not materialized (
     select * from int_chain_runs where graph in ('full', 'resume')
 ),
 
@@ -131,7 +133,7 @@ chain as materialized (
         or walk.depth < cut_points.cut_depth
 ),
 
-map_entries as materialized (
+map_entries as not materialized (
     select
         edges.graph,
         edges.file_id,

@@ -10,7 +10,9 @@
 -- whose parent was deleted climbs to the nearest surviving ancestor (or becomes a root).
 with recursive
 
-nodes as materialized (
+-- (not materialized: each step is a table already, and a materialized CTE is a copy of it
+-- that DuckDB cannot spill; a 600,000-record transcript then needed twice the memory)
+nodes as not materialized (
     select * from int_chain_nodes
 ),
 
