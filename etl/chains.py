@@ -147,14 +147,16 @@ def groups_of(files: list[tuple], records: dict[int, int], nbytes: dict[int, int
 
 def materialize(layout: Layout, state: duckdb.DuckDBPyConnection, run_id: int, epochs: list[tuple],
                 written: list[Written], staging: Path, seeds: dict[str, Path], workers: Workers,
-                records: dict[int, int] | None = None, nbytes: dict[int, int] | None = None) -> tuple[list[Written], float]:
+                records: dict[int, int] | None = None,
+                nbytes: dict[int, int] | None = None) -> tuple[list[Written], float, dict[int, float]]:
     """Compute the chains of the files in `epochs` ((file_id, current epoch, source, live lines:
     (epoch, first line, last line) of each load of the file still live)) and write them into
     each worker's open files under `staging`, a group of files per worker task. Files of a
-    source outside CHAIN_SOURCES have none to compute."""
+    source outside CHAIN_SOURCES have none to compute. Returns the files written, the
+    stage's seconds, and each file's share of its group's seconds (by its records)."""
     epochs = [e for e in epochs if e[2] in CHAIN_SOURCES]
     if not epochs:
-        return [], 0.0
+        return [], 0.0, {}
     t0 = time.perf_counter()
     files: dict[str, list[str]] = {"records": [str(seeds["records"])], "blocks": [str(seeds["blocks"])]}
     for path, table in state.execute(
@@ -177,18 +179,22 @@ def materialize(layout: Layout, state: duckdb.DuckDBPyConnection, run_id: int, e
 
     parts = PerWorker(run_id, staging / "chains", "g")
     size = records or {}
+    per_file: dict[int, float] = {}
 
-    def build(con: duckdb.DuckDBPyConnection, group: list) -> None:
+    def build(con: duckdb.DuckDBPyConnection, group: list) -> tuple[list, int, float]:
         n = sum(size.get(e[0], 0) for e in group)
+        started = time.perf_counter()
         _build_group(con, parts.mine(), group, group_files(group), run_id, workers.memory_mb, first_try_mb(workers.memory_mb, n), n)
+        return group, n, time.perf_counter() - started
 
     try:
-        for _ in workers.map_unordered(build, groups):
-            pass
+        for group, n, seconds in workers.map_unordered(build, groups):
+            for e in group:
+                per_file[e[0]] = seconds * (size.get(e[0], 0) / n if n else 1 / len(group))
     except BaseException:
         parts.abandon()
         raise
-    return parts.close(), time.perf_counter() - t0
+    return parts.close(), time.perf_counter() - t0, per_file
 
 
 def _footer(path: str) -> tuple[tuple[int, int] | None, bool]:

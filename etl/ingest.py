@@ -55,9 +55,10 @@ def ingest(
 
     With `redact`, secrets are replaced by `[REDACTED:kind]` before anything is stored, and
     the warehouse remembers it: later runs redact too. `workers` threads load files side by
-    side (default: one per core, at most 4). A store read whole whose path is in `defer` is
-    left as it was last read even if it changed (`watch` spaces out the reads of big ones); a
-    later run reads it.
+    side (default: one per core, at most 4). A store read whole, or a file appended to, whose
+    path is in `defer` is left as it was last read even if it changed (`watch` spaces out the
+    reads of big stores and the pick-ups of long transcripts, whose chains are rebuilt whole);
+    a later run reads it.
     """
     old_umask = os.umask(0o077)  # whatever DuckDB or we create is private to the user
     try:
@@ -93,7 +94,7 @@ def _ingest(layout, targets, on_plan, progress, wait_seconds, redact, n_workers,
         changed = [p for p in plans if p.action in ("new", "append", "rewrite")]
         if defer:
             # left as last read: its stat is not recorded, so the next run sees the change
-            kept = [p for p in changed if not (p.action == "rewrite" and str(p.file.path) in defer)]
+            kept = [p for p in changed if not (p.action in ("rewrite", "append") and str(p.file.path) in defer)]
             summary.files_deferred = len(changed) - len(kept)
             changed = kept
         if on_plan:
@@ -115,11 +116,13 @@ def _ingest(layout, targets, on_plan, progress, wait_seconds, redact, n_workers,
             written += index(workers, staging / "index", batches, run_id, seeds)
             summary.index_seconds = time.monotonic() - t_index
             _move_into_lake(layout, staging, written)
-            chain_written, summary.chain_seconds = materialize(
+            chain_written, summary.chain_seconds, chain_seconds = materialize(
                 layout, state, run_id, [(u["file_id"], u["epoch"], u["source"], live_lines(u)) for u in updates],
                 written, staging,
                 seeds, workers, records={u["file_id"]: u["prev_records"] + u["records_added"] for u in updates},
                 nbytes={u["file_id"]: u["size"] for u in updates})
+            paths = {u["file_id"]: u["path"] for u in updates}
+            summary.chain_seconds_by_file = {paths[fid]: secs for fid, secs in chain_seconds.items()}
             touched = [p for p in plans if p.action == "touched"] + same
             _move_into_lake(layout, staging, chain_written)
             written += chain_written

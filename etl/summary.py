@@ -29,6 +29,9 @@ class Summary:
     files_deferred: int = 0
     #: seconds spent reading each store read whole in this run (copy, lines, hashes), by path
     read_seconds: dict[str, float] = field(default_factory=dict)
+    #: seconds spent rebuilding each changed file's chains in this run, by path (a group's
+    #: time shared by its files' records; a long transcript is a group of its own)
+    chain_seconds_by_file: dict[str, float] = field(default_factory=dict)
     #: seconds each stage of loading took, summed over the workers (etl/stage_clock.py)
     stage_seconds: dict[str, float] = field(default_factory=dict)
 

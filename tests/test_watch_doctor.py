@@ -189,6 +189,48 @@ def test_watch_puts_off_a_store_slow_to_read_and_says_so(tmp_path, isolated_home
     assert "/store/state.vscdb takes 30.0 s to read whole" in r.output and "at most every 60 s" in r.output
 
 
+def test_a_long_transcripts_chain_rebuild_counts_as_its_read_and_puts_it_off(tmp_path, isolated_home, monkeypatch):
+    """A transcript whose chains took long to rebuild is spaced out like a store read whole:
+    the next run leaves its appended lines for later, and a run after its time loads them all."""
+    shutil.copytree(DEMO, isolated_home / ".claude")
+    transcript = next(p for p in (isolated_home / ".claude" / "projects").rglob("*.jsonl") if "subagents" not in p.parts)
+    calls, costs = [], []
+    real = watch_mod.run_ingest
+
+    def appending(*args, **kwargs):
+        calls.append(set(kwargs.get("defer") or ()))
+        s = real(*args, **kwargs)
+        costs.append(dict(s.chain_seconds_by_file))
+        if len(calls) == 1:
+            s.chain_seconds_by_file[str(transcript)] = 30.0       # as a 600,000-record session's
+            last = [r for r in map(json.loads, transcript.read_text().splitlines()) if r.get("type") == "user"][-1]
+            with open(transcript, "a") as fh:
+                fh.write(json.dumps({**last, "uuid": "appended-1", "parentUuid": last["uuid"]}) + "\n")
+        return s
+
+    monkeypatch.setattr(watch_mod, "run_ingest", appending)
+    db = str(tmp_path / "w.duckdb")
+    r = CliRunner().invoke(cli, ["--db", db, "watch", "--runs", "2", "--interval", "0.5", "--debounce", "0",
+                                 "--share", "0.5"])
+    assert r.exit_code == 0, r.output
+    assert str(transcript) in costs[0] and all(secs > 0 for secs in costs[0].values())   # every changed transcript
+    assert calls == [set(), {str(transcript)}]
+    assert f"{transcript} takes 30.0 s to pick up, as its chains are rebuilt whole" in r.output
+    assert "at most every 60 s" in r.output
+    count = ["--db", db, "sql", "select count(*) as n from messages where message_id = 'appended-1'", "--json"]
+    assert json.loads(CliRunner().invoke(cli, count).output) == [{"n": 0}]       # put off, not lost
+    r = CliRunner().invoke(cli, ["--db", db, "ingest", "claude-code", "--root", str(isolated_home / ".claude"), "--json"])
+    assert json.loads(r.output)["records_added"] == 1
+    assert json.loads(CliRunner().invoke(cli, count).output) == [{"n": 1}]
+
+
+def test_pick_up_cost_adds_a_files_chain_rebuild_to_its_read():
+    from convarch.etl.summary import Summary
+
+    s = Summary(read_seconds={"/a/store.json": 2.0}, chain_seconds_by_file={"/a/store.json": 1.0, "/b/t.jsonl": 4.0})
+    assert watch_mod.pick_up_seconds(s) == {"/a/store.json": 3.0, "/b/t.jsonl": 4.0}
+
+
 # --- the schedule lines ---------------------------------------------------------------------
 
 def test_the_printed_cron_line_runs_as_cron_would_run_it(tmp_path, isolated_home, monkeypatch):
