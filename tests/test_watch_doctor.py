@@ -169,24 +169,32 @@ def test_a_store_slow_to_read_whole_is_read_again_at_most_a_share_of_the_time():
     assert budget.deferred(300.5) == set()
 
 
-def test_watch_puts_off_a_store_slow_to_read_and_says_so(tmp_path, isolated_home, monkeypatch):
-    shutil.copytree(DEMO, isolated_home / ".claude")
-    calls = []
+def watch_twice(tmp_path, monkeypatch, after_run) -> tuple[str, list[set[str]], str]:
+    """Two watch runs, `after_run(run number, summary)` called on each run's summary; gives
+    the output, the paths each run was told to put off, and the warehouse."""
+    calls: list[set[str]] = []
     real = watch_mod.run_ingest
 
-    def slow_reads(*args, **kwargs):
+    def wrapped(*args, **kwargs):
         calls.append(set(kwargs.get("defer") or ()))
         s = real(*args, **kwargs)
-        s.read_seconds["/store/state.vscdb"] = 30.0
+        after_run(len(calls), s)
         return s
 
-    monkeypatch.setattr(watch_mod, "run_ingest", slow_reads)
+    monkeypatch.setattr(watch_mod, "run_ingest", wrapped)
     db = str(tmp_path / "w.duckdb")
     r = CliRunner().invoke(cli, ["--db", db, "watch", "--runs", "2", "--interval", "0.5", "--debounce", "0",
                                  "--share", "0.5"])
     assert r.exit_code == 0, r.output
+    return r.output, calls, db
+
+
+def test_watch_puts_off_a_store_slow_to_read_and_says_so(tmp_path, isolated_home, monkeypatch):
+    shutil.copytree(DEMO, isolated_home / ".claude")
+    output, calls, _ = watch_twice(tmp_path, monkeypatch,
+                                   lambda n, s: s.read_seconds.__setitem__("/store/state.vscdb", 30.0))
     assert calls == [set(), {"/store/state.vscdb"}]
-    assert "/store/state.vscdb takes 30.0 s to read whole" in r.output and "at most every 60 s" in r.output
+    assert "/store/state.vscdb takes 30.0 s to read whole" in output and "at most every 60 s" in output
 
 
 def test_a_long_transcripts_chain_rebuild_counts_as_its_read_and_puts_it_off(tmp_path, isolated_home, monkeypatch):
@@ -194,29 +202,21 @@ def test_a_long_transcripts_chain_rebuild_counts_as_its_read_and_puts_it_off(tmp
     the next run leaves its appended lines for later, and a run after its time loads them all."""
     shutil.copytree(DEMO, isolated_home / ".claude")
     transcript = next(p for p in (isolated_home / ".claude" / "projects").rglob("*.jsonl") if "subagents" not in p.parts)
-    calls, costs = [], []
-    real = watch_mod.run_ingest
+    costs = []
 
-    def appending(*args, **kwargs):
-        calls.append(set(kwargs.get("defer") or ()))
-        s = real(*args, **kwargs)
+    def slow_chains(n, s):
         costs.append(dict(s.chain_seconds_by_file))
-        if len(calls) == 1:
+        if n == 1:
             s.chain_seconds_by_file[str(transcript)] = 30.0       # as a 600,000-record session's
             last = [r for r in map(json.loads, transcript.read_text().splitlines()) if r.get("type") == "user"][-1]
             with open(transcript, "a") as fh:
                 fh.write(json.dumps({**last, "uuid": "appended-1", "parentUuid": last["uuid"]}) + "\n")
-        return s
 
-    monkeypatch.setattr(watch_mod, "run_ingest", appending)
-    db = str(tmp_path / "w.duckdb")
-    r = CliRunner().invoke(cli, ["--db", db, "watch", "--runs", "2", "--interval", "0.5", "--debounce", "0",
-                                 "--share", "0.5"])
-    assert r.exit_code == 0, r.output
+    output, calls, db = watch_twice(tmp_path, monkeypatch, slow_chains)
     assert str(transcript) in costs[0] and all(secs > 0 for secs in costs[0].values())   # every changed transcript
     assert calls == [set(), {str(transcript)}]
-    assert f"{transcript} takes 30.0 s to pick up, as its chains are rebuilt whole" in r.output
-    assert "at most every 60 s" in r.output
+    assert f"{transcript} takes 30.0 s to pick up, as its chains are rebuilt whole" in output
+    assert "at most every 60 s" in output
     count = ["--db", db, "sql", "select count(*) as n from messages where message_id = 'appended-1'", "--json"]
     assert json.loads(CliRunner().invoke(cli, count).output) == [{"n": 0}]       # put off, not lost
     r = CliRunner().invoke(cli, ["--db", db, "ingest", "claude-code", "--root", str(isolated_home / ".claude"), "--json"])
