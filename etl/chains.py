@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 from convarch import sql
 from convarch.etl.errors import ConvarchError
 from convarch.etl.layout import Layout
-from convarch.etl.duck import memory_cap_mb, sql_list
+from convarch.etl.duck import memory_cap_mb, run_with_memory, sql_list
 from convarch.etl.written import Written
 from convarch.etl.partfiles import PartitionFiles, PerWorker
 from convarch.etl.workers import Workers
@@ -232,21 +232,12 @@ def _build_group(con: duckdb.DuckDBPyConnection, parts: PartitionFiles, epochs: 
     """The chains of a group of files, written to the worker's open files. The steps run
     with `start_mb` of memory, twice that if they run out, and so on up to memory_cap_mb;
     then the worker gets its own `worker_mb` back."""
-    mb = start_mb
     try:
-        while True:
-            con.execute(f"set memory_limit = '{int(mb)}MB'")
-            try:
-                _compute_group(con, epochs, files)
-                break
-            except duckdb.OutOfMemoryException as exc:
-                _drop_tables(con)       # what the failed try made holds memory the next needs
-                cap = memory_cap_mb()
-                if mb >= cap:
-                    raise ChainMemoryError(
-                        f"the chains of {len({e[0] for e in epochs})} file(s), {records:,} records, need more "
-                        f"than {cap:,} MB of memory: {exc}".splitlines()[0]) from None
-                mb = min(cap, mb * 2)
+        # what a failed try made holds memory the next needs, so it is dropped first
+        run_with_memory(con, start_mb, lambda: _compute_group(con, epochs, files), undo=lambda: _drop_tables(con),
+                        cap=memory_cap_mb, too_little=lambda cap, why: ChainMemoryError(
+                            f"the chains of {len({e[0] for e in epochs})} file(s), {records:,} records, need more "
+                            f"than {cap:,} MB of memory: {why}"))
         for name in MATERIALIZED:
             parts.write(con, name, f"{_with_source(con, name)}, {int(run_id)}::bigint as chain_run_id, 'all' as month "
                                    f"from {name} as v join (select distinct file_id, source from wanted) as w on w.file_id = v.file_id",

@@ -3,12 +3,14 @@ network to fetch an extension (json and parquet are built in)."""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import duckdb
 
 OFFLINE = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
+T = TypeVar("T")
 
 
 def connect(path: Path | str = ":memory:", *, read_only: bool = False, **config: Any) -> duckdb.DuckDBPyConnection:
@@ -22,6 +24,24 @@ def memory_cap_mb() -> int:
         return max(1024, os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // (4 << 20))
     except (ValueError, OSError, AttributeError):
         return 4096
+
+
+def run_with_memory(con: duckdb.DuckDBPyConnection, mb: int, step: Callable[[], T], *, undo: Callable[[], None],
+                    cap: Callable[[], int], too_little: Callable[[int, str], Exception]) -> tuple[T, int]:
+    """`step` run under `mb` MB of DuckDB memory, and each time it runs out, after `undo` of
+    what it made, again with twice as much, up to `cap()`; at the cap it raises
+    `too_little(cap, the error's first line)`. Returns what `step` returned and the limit it
+    ran under, which stays set (a transcript's chains, an export's steps)."""
+    while True:
+        con.execute(f"set memory_limit = '{int(mb)}MB'")
+        try:
+            return step(), mb
+        except duckdb.OutOfMemoryException as exc:
+            undo()
+            most = cap()
+            if mb >= most:
+                raise too_little(most, str(exc).splitlines()[0]) from None
+            mb = min(most, mb * 2)
 
 
 def is_json_object(expr: str) -> str:

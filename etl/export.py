@@ -32,7 +32,7 @@ from pathlib import Path
 import duckdb
 
 from convarch import __version__
-from convarch.etl.duck import memory_cap_mb, sql_ident, sql_literal
+from convarch.etl.duck import memory_cap_mb, run_with_memory, sql_ident, sql_literal
 from convarch.etl.errors import ConvarchError, UsageError
 from convarch.etl.warehouse import connect
 from convarch.sql import docs
@@ -200,16 +200,10 @@ class Memory:
         con.execute(f"set memory_limit = '{self.mb}MB'")
 
     def run(self, step, *, undo):
-        while True:
-            try:
-                return step()
-            except duckdb.OutOfMemoryException as exc:
-                undo()
-                cap = max(MEMORY_MB, memory_cap_mb())
-                if self.mb >= cap:
-                    raise ConvarchError(f"export ran out of memory at {cap:,} MB: {exc}".splitlines()[0]) from None
-                self.mb = min(cap, self.mb * 2)
-                self.con.execute(f"set memory_limit = '{self.mb}MB'")
+        out, self.mb = run_with_memory(
+            self.con, self.mb, step, undo=undo, cap=lambda: max(MEMORY_MB, memory_cap_mb()),
+            too_little=lambda cap, why: ConvarchError(f"export ran out of memory at {cap:,} MB: {why}"))
+        return out
 
 
 def _export_tables(con, root: Path, tmp: Path, old: dict, since_at: datetime | None):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import queue
 import shutil
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import duckdb
@@ -20,6 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from convarch.etl.duck import sql_ident, sql_literal
+from convarch.etl.gather import gathered
 
 #: Text a slice holds at most (a row bigger than that is a slice of its own): what one sort
 #: keeps in memory, about four times over.
@@ -106,33 +108,24 @@ def _append(dest: Path, readers) -> None:
         except BaseException as exc:       # handed to the writing thread, which raises it
             batches.put(exc)
 
-    fetcher = threading.Thread(target=produce, name="export-fetch", daemon=True)
-    fetcher.start()
-    writer = None
-    pending: list[pa.RecordBatch] = []
-    size = 0
-    try:
+    def received() -> Iterator[pa.RecordBatch]:
         while (batch := batches.get()) is not None:
             if isinstance(batch, BaseException):
                 raise batch
+            yield batch
+
+    fetcher = threading.Thread(target=produce, name="export-fetch", daemon=True)
+    fetcher.start()
+    writer = None
+    try:
+        for held in gathered(received(), lambda b: b.nbytes, ROW_GROUP_BYTES):
             if writer is None:
-                writer = pq.ParquetWriter(dest, batch.schema, compression="zstd", compression_level=ZSTD_LEVEL)
-            if batch.num_rows:
-                pending.append(batch)
-                size += batch.nbytes
-            if size >= ROW_GROUP_BYTES:
-                _write(writer, pending)
-                pending, size = [], 0
-        if writer is not None:
-            _write(writer, pending)
+                writer = pq.ParquetWriter(dest, held[0].schema, compression="zstd", compression_level=ZSTD_LEVEL)
+            if rows := [b for b in held if b.num_rows]:
+                table = pa.Table.from_batches(rows)
+                writer.write_table(table, row_group_size=table.num_rows)
     finally:
         stop.set()
         fetcher.join()
         if writer is not None:
             writer.close()
-
-
-def _write(writer: pq.ParquetWriter, batches: list[pa.RecordBatch]) -> None:
-    if batches:
-        table = pa.Table.from_batches(batches)
-        writer.write_table(table, row_group_size=table.num_rows)

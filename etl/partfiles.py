@@ -18,6 +18,7 @@ from __future__ import annotations
 import itertools
 import os
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,6 +28,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from convarch.etl.duck import sql_literal
+from convarch.etl.gather import gathered
 from convarch.etl.written import Written
 
 #: A file is closed and the next batch starts another once it passes this size: as big as a
@@ -227,18 +229,10 @@ def _sorting(column: pa.ChunkedArray) -> pa.Array:
     return pc.sort_indices(pc.take(ranks, encoded.indices))
 
 
-def _chunks(reader: pa.RecordBatchReader, group_bytes: int):
+def _chunks(reader: pa.RecordBatchReader, group_bytes: int) -> Iterator[pa.Table]:
     """The reader's batches gathered into tables of about `group_bytes` each; none when it
     has no rows."""
-    held: list[pa.RecordBatch] = []
-    size = 0
-    for batch in reader:
-        held.append(batch)
-        size += batch.nbytes
-        if size >= group_bytes:
-            yield pa.Table.from_batches(held, reader.schema)
-            held, size = [], 0
-    if held:
+    for held in gathered(reader, lambda b: b.nbytes, group_bytes):
         yield pa.Table.from_batches(held, reader.schema)
 
 

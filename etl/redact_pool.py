@@ -15,10 +15,10 @@ import sys
 import threading
 import types
 from collections import Counter
-from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
+from convarch.etl.gather import gathered
 from convarch.etl.redact import Redactor, redact_json_line
 
 #: Bytes of lines one task carries: big enough that pickling them both ways is a small part
@@ -43,7 +43,7 @@ def redact_lines(lines: list[str], redactor: Redactor) -> list[str]:
         try:
             out: list[str] = []
             found = Counter()           # added once every chunk is back: a retry counts once
-            for done, counts in pool.map(_redact_chunk, _chunks(lines)):
+            for done, counts in pool.map(_redact_chunk, gathered(lines, len, CHUNK_BYTES)):
                 out += done
                 found.update(counts)
             redactor.counts.update(found)
@@ -51,19 +51,6 @@ def redact_lines(lines: list[str], redactor: Redactor) -> list[str]:
         except (BrokenProcessPool, OSError, RuntimeError):
             _drop_pool()            # a process died (out of memory, killed): go on in-thread
     return [redact_json_line(line, redactor) for line in lines]
-
-
-def _chunks(lines: list[str]) -> Iterator[list[str]]:
-    chunk: list[str] = []
-    size = 0
-    for line in lines:
-        chunk.append(line)
-        size += len(line)
-        if size >= CHUNK_BYTES:
-            yield chunk
-            chunk, size = [], 0
-    if chunk:
-        yield chunk
 
 
 def _redact_chunk(lines: list[str]) -> tuple[list[str], dict[str, int]]:

@@ -182,3 +182,11 @@ def test_free_text_columns_carry_no_statistics_and_keys_do(tmp_path, monkeypatch
     lake = Layout(db).lake
     assert con.execute(f"select count(*) from read_parquet('{lake}/records/*/*/*.parquet') "
                        "where length(raw) > 0 and text is not null").fetchone()[0] > 0
+
+
+def test_gathered_cuts_a_stream_where_each_piece_reaches_its_size():
+    from convarch.etl.gather import gathered
+
+    assert list(gathered([3, 1, 5, 2, 2, 9, 1], lambda n: n, 4)) == [[3, 1], [5], [2, 2], [9], [1]]
+    assert list(gathered([], len, 4)) == []
+    assert [sum(p) for p in gathered([1] * 10, lambda n: n, 3)] == [3, 3, 3, 1]
