@@ -25,7 +25,7 @@ from convarch.etl.extract import earlier_context, extract, index
 from convarch.etl.read_file import Planned, reason
 from convarch.etl.chains import materialize
 from convarch.etl.live_lines import live_lines
-from convarch.etl.compact import Compaction, compact, current_versions
+from convarch.etl.compact import SWEPT_KEY, Compaction, Current, compact, current_lines, current_versions
 from convarch.etl.written import Written
 from convarch.etl.manifest import moved_from, read_manifest
 from convarch.etl.publish import TABLES, catalog_digest, ensure_seeds, publish
@@ -129,8 +129,9 @@ def _ingest(layout, targets, on_plan, progress, wait_seconds, redact, n_workers,
             merged = Compaction()
             if written:      # only a run that writes files can leave a partition with too many
                 t_compact = time.monotonic()
-                current = current_versions(state, [(u["file_id"], u["epoch"]) for u in updates], run_id)
-                merged = compact(layout, state, run_id, staging, workers, written, current)
+                current = Current(current_versions(state, [(u["file_id"], u["epoch"]) for u in updates], run_id),
+                                  current_lines(state, updates))
+                merged = compact(layout, state, run_id, staging, workers, written, current, updates)
                 summary.rows_superseded = merged.superseded
                 summary.compact_seconds = time.monotonic() - t_compact
                 summary.files_merged = len(merged.retired) + len(merged.dropped)
@@ -139,7 +140,7 @@ def _ingest(layout, targets, on_plan, progress, wait_seconds, redact, n_workers,
             summary.sessions = len(sessions)
             # a container that gave the same lines changed nothing, unless it was gone before
             summary.files_changed = len(changed) - sum(1 for p in same if not p.prev.get("gone"))
-            _commit(state, run_id, written, updates, touched, gone, summary, t0, merged.retired)
+            _commit(state, run_id, written, updates, touched, gone, summary, t0, merged.retired, merged.swept)
         finally:
             workers.close()
         for w in merged.dropped:      # this run's own small files: never registered, never listed
@@ -281,9 +282,11 @@ def _move_into_lake(layout: Layout, staging: Path, written: list[Written]) -> No
 
 
 def _commit(state, run_id, written, updates, touched, gone, summary: Summary, t0: float,
-            retired: list[str] = ()) -> None:
+            retired: list[str] = (), swept: dict[str, int] = {}) -> None:
     state.execute("begin")
     try:
+        for source, dead in swept.items():      # etl/compact.py stale_sources
+            state.execute("insert or replace into settings values (?, ?)", [SWEPT_KEY + source, str(dead)])
         if written:     # one insert of many rows: per-row statements cost seconds on big runs
             rows = pa.table({
                 "path": [w.path for w in written], "table_name": [w.table_name for w in written],

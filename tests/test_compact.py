@@ -212,6 +212,149 @@ def test_superseded_derived_rows_leave_the_lake_and_every_view_reads_the_same(tm
     assert lake_files(dbs["pruned"]) >= listed(dbs["pruned"])
 
 
+def rewritten_stores(tmp_path: Path) -> dict:
+    """A Claude Code corpus, a Cursor store and a Cline task, each of which loses lines
+    (rewrite_lines): a transcript rewritten from its head (a new epoch), a Cursor chat taken
+    up again (its lines move to the end: a run of lines no longer live) and a Cline message
+    edited in place (the lines from it on load as a new epoch)."""
+    import shutil
+    import sys
+
+    from conftest import REPO
+    sys.path.insert(0, str(REPO / "bench"))
+    from stores import cursor_store
+
+    claude_root = tmp_path / "home" / ".claude"
+    corpus(claude_root / "projects", files=8, seed=5)
+    cursor_root = tmp_path / "cursor" / "User"
+    cursor_store(cursor_root / "globalStorage" / "state.vscdb", 1)
+    cline_root = tmp_path / "cline"
+    shutil.copytree(REPO / "fixtures" / "cline" / "contract", cline_root)
+    return {"claude": claude_root, "cursor": cursor_root, "cline": cline_root}
+
+
+def rewrite_lines(roots: dict, k: int) -> None:
+    import json
+    import sqlite3
+    import sys
+
+    from conftest import REPO
+    sys.path.insert(0, str(REPO / "bench"))
+    from stores import cursor_bubble
+
+    rewrite_head(sorted(roots["claude"].rglob("*.jsonl"))[k], k)
+    store = roots["cursor"] / "globalStorage" / "state.vscdb"
+    con = sqlite3.connect(store)
+    (oldest,) = con.execute("select key from cursorDiskKV where key like 'composerData:%' "
+                            "order by json_extract(value, '$.lastUpdatedAt') limit 1").fetchone()
+    con.close()
+    cursor_bubble(store, oldest.split(":")[1], f"again{k}", f"taken up again ({k}): the zebrafish flag")
+    api = next(roots["cline"].rglob("api_conversation_history.json"))
+    history = json.loads(api.read_text())
+    history[1 + k]["content"] = [{"type": "text", "text": f"an answer edited in place ({k})"}]
+    api.write_text(json.dumps(history))
+
+
+def run_stores(db: Path, roots: dict):
+    from convarch.adapters import cline, cursor
+    return ingest(Layout(db), [(claude_code, claude_code.resolve_root(roots["claude"])),
+                               (cursor, cursor.resolve_root(roots["cursor"])),
+                               (cline, cline.resolve_root(roots["cline"]))], workers=2)
+
+
+def test_the_search_index_of_lines_no_longer_live_leaves_the_lake_and_search_reads_the_same(tmp_path, monkeypatch):
+    """A store that loses lines leaves their search rows read by no view: those of a file's
+    older epochs, and of the runs of lines a store rewritten in place no longer gives. A run
+    that finds a source's index due a sweep rewrites the files they make up a good share of
+    without them: the listed index then holds the live rows alone, every view and search read
+    as in an archive that kept them all, and the records of those lines stay (the archive)."""
+    from helpers import rows
+
+    roots = rewritten_stores(tmp_path)
+    dbs = {"kept": tmp_path / "kept" / "w.duckdb", "pruned": tmp_path / "pruned" / "w.duckdb"}
+    monkeypatch.setattr(compact, "SMALL_FILES", 10**9)          # no merges: the sweep alone
+    for k in range(3):
+        if k:
+            rewrite_lines(roots, k)
+        for name, db in dbs.items():
+            monkeypatch.setattr(compact, "LINE_TABLES", () if name == "kept" else ("postings", "search_docs"))
+            monkeypatch.setattr(compact, "DEAD_SHARE", 1e-9)     # every line lost: a sweep
+            run_stores(db, roots)
+        assert every_view(dbs["pruned"]) == every_view(dbs["kept"])
+        for table, view in (("postings", "search_postings"), ("search_docs", "search_docs")):
+            assert listed_rows(dbs["pruned"], table) == scalar(dbs["pruned"], f"select count(*) from {view}"), table
+            if k:
+                assert listed_rows(dbs["kept"], table) > scalar(dbs["kept"], f"select count(*) from {view}"), table
+        for word in ("zebrafish", "edited", "task"):
+            hits = {name: sorted(rows(db, "select r.source, r.session_id, r.line_no, r.text from search_postings as p "
+                                          "join stg_records as r using (file_id, line_no) where p.term = ?", [word]))
+                    for name, db in dbs.items()}
+            assert hits["pruned"] == hits["kept"], word
+    # a file swept is rewritten alone, in its own order: still one run sorted by term
+    import pyarrow.parquet as pq
+    from test_sorted_postings import runs_in
+    for f in read_manifest(Layout(dbs["pruned"]))["files"]["postings"]:
+        assert runs_in(pq.read_table(f, columns=["term"])["term"].to_pylist()) == 1, f
+    # every source lost lines, and its sweep is recorded
+    assert {s for (s,) in rows(dbs["pruned"], "select distinct source from lake_postings")} == {"claude_code", "cursor", "cline"}
+    assert listed_rows(dbs["pruned"], "records") == listed_rows(dbs["kept"], "records")
+    assert scalar(dbs["pruned"], "select count(*) from lake_records") > scalar(dbs["pruned"], "select count(*) from stg_records")
+
+
+def dead_shares(db: Path, table: str) -> list[float]:
+    """The share of each listed file's rows whose line is no longer live (no search_docs row)."""
+    from helpers import rows
+    files = read_manifest(Layout(db))["files"][table]
+    return [share for (share,) in rows(db, (
+        "with t as (select * from read_parquet(?, filename = true, hive_partitioning = false)) "
+        "select avg(case when d.file_id is null then 1 else 0 end) from t left join search_docs as d "
+        "on d.file_id = t.file_id and d.file_epoch = t.file_epoch and d.line_no = t.line_no and d.field = t.field "
+        "group by t.filename"), [files])]
+
+
+def test_a_source_is_swept_once_its_lines_no_longer_live_reach_their_share(tmp_path, monkeypatch):
+    """The sweep reads a source's whole index, so a run does it only once the records its
+    files no longer hold have grown since the last to DEAD_SHARE of the records of the index
+    (the live ones and those): counted from the state, so a run that is not due pays nothing.
+    One transcript of eight rewritten is not enough; after a sweep no file is left with that
+    share of dead rows, and the count starts again from there."""
+    import duckdb
+
+    roots = rewritten_stores(tmp_path)
+    db = tmp_path / "w" / "w.duckdb"
+    monkeypatch.setattr(compact, "SMALL_FILES", 10**9)      # no merges: the sweep alone
+    run_stores(db, roots)
+    transcripts = sorted(roots["claude"].rglob("*.jsonl"))
+
+    def mark() -> int:
+        con = duckdb.connect(str(Layout(db).state_db), read_only=True)
+        try:
+            got = con.execute("select value::bigint from settings where key = ?",
+                              [compact.SWEPT_KEY + "claude_code"]).fetchone()
+        finally:
+            con.close()
+        return got[0] if got else 0
+
+    swept_at, last = [], 0
+    for k, path in enumerate(transcripts):
+        rewrite_head(path, k + 1)
+        run_stores(db, roots)
+        dead = (scalar(db, "select count(*) from lake_records where source = 'claude_code'")
+                - scalar(db, "select count(*) from stg_records where source = 'claude_code'"))
+        live = scalar(db, "select count(*) from stg_records where source = 'claude_code'")
+        due = dead - last >= compact.DEAD_SHARE * (live + dead - last)
+        assert (mark() != last) == due, (k, dead, last, live)
+        if due:
+            swept_at.append(k)
+            last = mark()
+            assert last == dead
+            assert max(dead_shares(db, "postings")) < compact.DEAD_SHARE
+            assert max(dead_shares(db, "search_docs")) < compact.DEAD_SHARE
+        elif not swept_at:
+            assert max(dead_shares(db, "postings")) > 0
+    assert swept_at and swept_at[0] > 0 and len(swept_at) < len(transcripts), swept_at
+
+
 def test_files_of_superseded_rows_go_worst_first_within_the_budget(monkeypatch):
     """A file whose superseded rows reach their share is rewritten in the run's budget left
     after the merges of small files, the most superseded first; one bigger than the whole
