@@ -53,7 +53,7 @@ def _reads(name: str) -> set[str]:
 #: built, so the steps that free the widest ones (the nodes, then int_chain_relinked, which
 #: chain_issues reads) come before the walk, where memory peaks.
 BUILD_ORDER = ("int_chain_nodes", "int_chain_relinked", "int_chain_leaves", "int_chain_runs", "int_chain_depths",
-               "chain_issues", "branches", "int_chain_paths", "chain_messages", "resume_messages", "session_state")
+               "chain_issues", "branches", "int_chain_positions", "int_chain_paths", "chain_messages", "resume_messages", "session_state")
 
 
 @functools.cache

@@ -32,6 +32,7 @@ VIEWS: tuple[str, ...] = (
     "views/int_chain_runs",
     "views/int_chain_depths",
     "views/branches",
+    "views/int_chain_positions",
     "views/int_chain_paths",
     "views/chain_messages",
     "views/resume_messages",
