@@ -29,7 +29,8 @@ from convarch.etl.layout import Layout
 from convarch.etl.duck import sql_list, sql_literal
 from convarch.etl.written import Written, written_files
 from convarch.etl import partfiles, readers
-from convarch.etl.live_lines import live_lines
+from convarch.etl import superseded
+from convarch.etl.superseded import SUPERSEDED, Current
 from convarch.etl.manifest import read_manifest
 from convarch.etl.workers import Workers
 
@@ -40,28 +41,9 @@ ROW_GROUP_BYTES = 16 << 20
 RUN_BUDGET_BYTES = 64 << 20      # Parquet one run may rewrite (about 3 s here)
 RETIRED_GRACE = timedelta(hours=24)
 
-#: Derived tables whose rows a later run supersedes, by the column that says which run or
-#: version made a row and the column of `current_versions` it is compared with. A file's
-#: chains are computed again whole at each change, under the run's id, and a rewritten file's
-#: session facts again under its new epoch; the views read only the newest (sql/materialized.sql,
-#: int_session_parts). Kept, the older rows were dead weight that merging carried on forever:
-#: a 200,000-record transcript gaining 10 lines added 20 MB of chain rows at each pick-up.
-SUPERSEDED = {
-    "branches": ("chain_run_id", "chain_run_id"),
-    "chain_messages": ("chain_run_id", "chain_run_id"),
-    "resume_messages": ("chain_run_id", "chain_run_id"),
-    "session_state": ("chain_run_id", "chain_run_id"),
-    "chain_issues": ("chain_run_id", "chain_run_id"),
-    "session_parts": ("file_epoch", "epoch"),
-}
-#: Tables of one row per line of a source file (or a field of one), read through
-#: int_current_lines: a row of a line its file no longer holds is read by no view. Such lines
-#: are those of a file's older epochs, and those a store rewritten in place gave before and
-#: gives no longer (a Cursor chat taken up again, a Cline message rewritten, etl/live_lines.py).
-#: Only the search index: the records and blocks of those lines are the archive's history.
-LINE_TABLES = ("postings", "search_docs")
-#: A file of such a table is rewritten without its superseded rows once they are this share
-#: of its rows: the lake then holds at most a third more than the live rows need.
+#: A file of a table whose rows are superseded (etl/superseded.py) is rewritten without them
+#: once they are this share of its rows: the lake then holds at most a third more than the
+#: live rows need.
 DEAD_SHARE = 0.25
 #: The settings key (with the source after it) of how many records of the source's files were
 #: no longer live when its search index was last swept of the rows of such lines.
@@ -94,57 +76,6 @@ class Compaction:
     swept: dict[str, int] = field(default_factory=dict)      # sources whose index was swept (stale_sources)
 
 
-@dataclass
-class Current:
-    """What every file holds once this run commits, which decides the rows superseded:
-    `versions` its chain run and epoch (current_versions), `lines` its runs of live lines
-    (current_lines)."""
-    versions: pa.Table
-    lines: pa.Table
-
-    def register(self, con: duckdb.DuckDBPyConnection) -> None:
-        con.register("current_versions", self.versions)
-        con.register("current_lines", self.lines)
-
-    def unregister(self, con: duckdb.DuckDBPyConnection) -> None:
-        con.unregister("current_versions")
-        con.unregister("current_lines")
-
-
-def current_versions(state: duckdb.DuckDBPyConnection, updates: list[tuple[int, int]], run_id: int) -> pa.Table:
-    """Each file's chain run and epoch as they stand once this run commits: `updates` are
-    (file_id, epoch) of the files it loaded, whose chains it computed again (etl/ingest.py
-    records this run as their chain run). A row made by an older run or epoch than its file's
-    is superseded; one of a file not listed here is never taken for superseded."""
-    now = dict(updates)
-    ids, runs, epochs = [], [], []
-    for fid, chain_run, epoch in state.execute("select file_id, chain_run_id, epoch from source_files").fetchall():
-        ids.append(fid)
-        runs.append(run_id if fid in now else chain_run)
-        epochs.append(now.pop(fid, epoch))
-    for fid, epoch in now.items():      # new files
-        ids.append(fid)
-        runs.append(run_id)
-        epochs.append(epoch)
-    return pa.table({"file_id": pa.array(ids, pa.int64()), "chain_run_id": pa.array(runs, pa.int64()),
-                     "epoch": pa.array(epochs, pa.int64())})
-
-
-def current_lines(state: duckdb.DuckDBPyConnection, updates: list[dict]) -> pa.Table:
-    """(file_id, epoch, first_line, last_line) of each run of live lines of every file as it
-    stands once this run commits, as int_current_lines reads them: `updates` are the files
-    this run loaded. A file the agent deleted keeps its lines (the archive keeps them)."""
-    versions: dict[int, list[tuple[int, int]]] = {}
-    for fid, epoch, first in state.execute("select file_id, epoch, first_line from file_versions").fetchall():
-        versions.setdefault(fid, []).append((epoch, first))
-    files = {fid: {"epoch": epoch, "versions": versions.get(fid, [])}
-             for fid, epoch in state.execute("select file_id, epoch from source_files").fetchall()}
-    files.update({u["file_id"]: u for u in updates})
-    rows = [(fid, *run) for fid, f in files.items() for run in live_lines(f)]
-    return pa.table({name: pa.array([r[i] for r in rows], pa.int64())
-                     for i, name in enumerate(("file_id", "epoch", "first_line", "last_line"))})
-
-
 def stale_sources(state: duckdb.DuckDBPyConnection, updates: list[dict]) -> dict[str, int]:
     """Sources whose search index is due a sweep of the rows of lines no longer live, with
     how many records their files no longer hold once this run commits: those where the
@@ -173,27 +104,6 @@ def stale_sources(state: duckdb.DuckDBPyConnection, updates: list[dict]) -> dict
             if dead - swept >= max(DEAD_SHARE * (live + dead - swept), 1)}
 
 
-def _superseded(table: str) -> tuple[str, str]:
-    """The joins, and the condition on them, that make a row of `table` (aliased t)
-    superseded; the connection has `Current` registered."""
-    if table in LINE_TABLES:
-        return ("left join (select distinct file_id from current_lines) as k on k.file_id = t.file_id "
-                "left join current_lines as l on l.file_id = t.file_id and l.epoch = t.file_epoch "
-                "and t.line_no between l.first_line and l.last_line",
-                "k.file_id is not null and l.file_id is null")
-    column, key = SUPERSEDED[table]      # a row of a file not listed, or of no run, never is
-    return "left join current_versions as c on c.file_id = t.file_id", f"t.{column} < c.{key}"
-
-
-def _kept_rows(table: str, relation: str) -> str:
-    """`relation` (aliased t) without the rows superseded, for a table of SUPERSEDED or
-    LINE_TABLES."""
-    if table not in SUPERSEDED and table not in LINE_TABLES:
-        return f"select * from {relation} as t"
-    joins, dead = _superseded(table)
-    return f"select t.* from {relation} as t {joins} where not coalesce({dead}, false)"
-
-
 def dead_files(layout: Layout, state: duckdb.DuckDBPyConnection, fresh: list[Written], current: Current,
                stale: dict[str, int] = {}) -> dict[tuple[str, str, str], list[Dead]]:
     """The files whose superseded rows reach DEAD_SHARE, by partition, in the order they were
@@ -204,7 +114,7 @@ def dead_files(layout: Layout, state: duckdb.DuckDBPyConnection, fresh: list[Wri
     registered = state.execute(
         "select path, table_name, source, month, bytes from data_files where retired_run_id is null "
         "order by run_id, path").fetchall()
-    touched |= {(t, s, m) for _, t, s, m, _ in registered if t in LINE_TABLES and s in stale}
+    touched |= {(t, s, m) for _, t, s, m, _ in registered if t in superseded.LINE_TABLES and s in stale}
     if not touched:
         return {}
     by_part: dict[tuple[str, str, str], list[tuple[str, int]]] = {}
@@ -216,7 +126,7 @@ def dead_files(layout: Layout, state: duckdb.DuckDBPyConnection, fresh: list[Wri
     try:
         found: dict[tuple[str, str, str], list[Dead]] = {}
         for part, files in by_part.items():
-            joins, dead = _superseded(part[0])
+            joins, dead = superseded.superseded(part[0])
             counts = {Path(f).as_posix(): (n, d) for f, n, d in state.execute(
                 f"select t.filename, count(*), count(*) filter (where {dead}) "
                 f"from read_parquet({sql_list(layout.lake / p for p, _ in files)}, filename = true, "
@@ -324,14 +234,14 @@ def compact(layout: Layout, state: duckdb.DuckDBPyConnection, run_id: int, stagi
     planned = {(p.table, p.source, p.month, path) for p in parts for path in p.paths}
     result.swept = {source: n for source, n in stale.items()
                     if all((*part, d.path) in planned for part, files in dead.items() if part[1] == source
-                           and part[0] in LINE_TABLES for d in files)}
+                           and part[0] in superseded.LINE_TABLES for d in files)}
     if not parts:
         return result
     base = staging / "compact"
-    for got, superseded in workers.map_unordered(lambda con, job: _merge(con, layout, run_id, base, *job, current),
+    for got, left_out in workers.map_unordered(lambda con, job: _merge(con, layout, run_id, base, *job, current),
                                                  list(enumerate(parts))):
         result.written += got
-        result.superseded += superseded
+        result.superseded += left_out
     for w in result.written:
         dst = layout.lake / w.path
         dst.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -362,9 +272,9 @@ def _rewrite(con: duckdb.DuckDBPyConnection, layout: Layout, run_id: int, base: 
              part: Partition, listed: str) -> tuple[list[Written], int]:
     every = con.execute(f"select count(*) from read_parquet({listed})").fetchone()[0]
     before = every
-    if part.table in SUPERSEDED or part.table in LINE_TABLES:   # only these leave rows out: count what they keep
+    if part.table in SUPERSEDED or part.table in superseded.LINE_TABLES:   # only these leave rows out: count what they keep
         relation = f"read_parquet({listed}, hive_partitioning = true, union_by_name = true)"
-        before = con.execute(f"select count(*) from ({_kept_rows(part.table, relation)})").fetchone()[0]
+        before = con.execute(f"select count(*) from ({superseded.kept_rows(part.table, relation)})").fetchone()[0]
     order, groups = "", f"row_group_size_bytes {ROW_GROUP_BYTES}"
     if key := partfiles.SORTED_BY.get(part.table):
         groups = f"row_group_size {partfiles.RUN_GROUP_ROWS}"
@@ -380,7 +290,7 @@ def _rewrite(con: duckdb.DuckDBPyConnection, layout: Layout, run_id: int, base: 
         target.mkdir(parents=True, mode=0o700)
         relation = f"read_parquet({sql_list(layout.lake / p for p in paths)}, hive_partitioning = true, union_by_name = true)"
         con.execute(
-            f"copy ({_kept_rows(part.table, relation)}{order}) "
+            f"copy ({superseded.kept_rows(part.table, relation)}{order}) "
             f"to {sql_literal(str(target))} (format parquet, compression zstd, partition_by (source, month), "
             f"filename_pattern 'r{run_id:06d}_c{k:05d}_{j}_{{i}}', file_size_bytes {MERGED_BYTES}, {groups})"
         )

@@ -25,7 +25,8 @@ from convarch.etl.extract import earlier_context, extract, index
 from convarch.etl.read_file import Planned, reason
 from convarch.etl.chains import materialize
 from convarch.etl.live_lines import live_lines
-from convarch.etl.compact import SWEPT_KEY, Compaction, Current, compact, current_lines, current_versions
+from convarch.etl.compact import SWEPT_KEY, Compaction, compact
+from convarch.etl.superseded import Current, current_lines, current_versions
 from convarch.etl.written import Written
 from convarch.etl.manifest import moved_from, read_manifest
 from convarch.etl.publish import TABLES, catalog_digest, ensure_seeds, publish

@@ -11,7 +11,7 @@ import pytest
 from convarch.adapters import claude_code
 from convarch.etl import compact
 from convarch.etl import extract as extract_mod
-from convarch.etl import partfiles, readers
+from convarch.etl import partfiles, readers, superseded
 from convarch.etl.ingest import ingest
 from convarch.etl.layout import Layout
 from convarch.etl.manifest import read_manifest
@@ -277,7 +277,7 @@ def test_the_search_index_of_lines_no_longer_live_leaves_the_lake_and_search_rea
         if k:
             rewrite_lines(roots, k)
         for name, db in dbs.items():
-            monkeypatch.setattr(compact, "LINE_TABLES", () if name == "kept" else ("postings", "search_docs"))
+            monkeypatch.setattr(superseded, "LINE_TABLES", () if name == "kept" else ("postings", "search_docs"))
             monkeypatch.setattr(compact, "DEAD_SHARE", 1e-9)     # every line lost: a sweep
             run_stores(db, roots)
         assert every_view(dbs["pruned"]) == every_view(dbs["kept"])
