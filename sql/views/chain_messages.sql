@@ -7,8 +7,16 @@
 -- that the single-parent walk misses are recovered after their assistant message
 -- (is_recovered).
 -- resume_messages is what Claude Code itself reloads.
+-- (compaction_index is counted over the walk's own narrow rows, before the records' text is
+-- joined on: the window then sorts a few columns, not every message's text)
 with paths as (
-    select *
+    select
+        *,
+        sum(is_compact_boundary::integer) over (
+            partition by file_id
+            order by position
+            rows between unbounded preceding and current row
+        )::bigint as compaction_index
     from int_chain_paths
     where graph = 'full'
 ),
@@ -30,11 +38,7 @@ final as (
         records.is_meta,  -- flagged by the agent as meta (not shown to the person)
         records.is_compact_summary,  -- the summary Claude Code wrote when it compacted the conversation
         paths.is_recovered,  -- a parallel tool call or its result that the single-parent walk missed, spliced back in after its assistant message
-        sum(paths.is_compact_boundary::integer) over (
-            partition by paths.file_id
-            order by paths.position
-            rows between unbounded preceding and current row
-        )::bigint as compaction_index,  -- compact boundaries at or before this message (0 before the first compaction)
+        paths.compaction_index,  -- compact boundaries at or before this message (0 before the first compaction)
         paths.is_snipped,  -- a message that a snip removed from what Claude Code reloads
         records.model,  -- model that produced an assistant message
         paths.api_message_id,  -- the provider's message id; one API response split over several records shares it
