@@ -126,10 +126,13 @@ def add_arguments(ap: argparse.ArgumentParser, name: str) -> None:
     ap.add_argument("--no-compare", action="store_true", help="do not compare with an earlier run")
 
 
-def comparison(baseline: tuple[Path, dict] | None, results: dict) -> str | None:
-    """The printed comparison of a finished run's results with `baseline`, if there is one."""
+def comparison(baseline: tuple[Path, dict] | None, results: dict, wanted: bool = True) -> str | None:
+    """The printed comparison of a finished run's results with `baseline`; when there is none
+    and one was `wanted`, a line saying so (a first run on a machine is otherwise silent about
+    why nothing was compared)."""
     if baseline is None:
-        return None
+        return ("compared          with nothing: no earlier run's results were found or could be read"
+                if wanted else None)
     return report(baseline[0], baseline[1], results, compare(baseline[1], results))
 
 

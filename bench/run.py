@@ -380,7 +380,7 @@ results           {args.out / 'latest.json'}""")
         print(report(results["sources"]))
     if "rewrites" in results:
         print(rewrites_report(results["rewrites"]))
-    if (compared := comparison(baseline, results)) is not None:
+    if (compared := comparison(baseline, results, wanted=not args.no_compare)) is not None:
         print(compared)
 
 

@@ -193,3 +193,10 @@ def test_the_command_prints_a_line_per_figure_and_a_count_of_verdicts(tmp_path, 
     with pytest.raises(SystemExit, match="error: .*not a bench results file"):
         (tmp_path / "c.json").write_text("[]")
         bench_compare.main([str(tmp_path / "c.json"), str(b)])
+
+
+def test_a_run_with_nothing_to_compare_with_says_so_unless_told_not_to_compare():
+    assert "no earlier run" in bench_compare.comparison(None, results())
+    assert bench_compare.comparison(None, results(), wanted=False) is None
+    shown = bench_compare.comparison((Path("earlier.json"), results()), results())
+    assert shown is not None and "no earlier run" not in shown
