@@ -9,7 +9,10 @@
 --      assistant entry with the same API message id has a non-thinking block;
 --   3. an assistant entry made only of blank text blocks is dropped.
 -- (Claude Code then merges adjacent user entries; rows here stay one per stored message.)
-with listed as materialized (
+-- (listed is not materialized: a copy of the walk's wide rows that DuckDB could not spill,
+-- and reading int_chain_paths twice is cheaper: a 200,000-record transcript's chains 4.13 s
+-- against 4.31, mean of three paired runs)
+with listed as not materialized (
     select *
     from int_chain_paths
     where graph = 'resume'
