@@ -8,6 +8,7 @@ label so the reader still knows a secret was there.
 """
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections import Counter
@@ -27,7 +28,7 @@ _PATTERNS: list[tuple[str, str, tuple[str, ...]]] = [
     ("github", r"\bgithub_pat_[A-Za-z0-9_]{22,}", ("github_pat_",)),
     ("gitlab", r"\bglpat-[A-Za-z0-9_-]{20,}", ("glpat-",)),
     ("slack", r"https://hooks\.slack\.com/services/[A-Za-z0-9/_-]+", ("https://hooks.slack.com/services/",)),
-    ("slack", r"\bxox[abposr]-[A-Za-z0-9-]{10,}", ("xoxa-", "xoxb-", "xoxp-", "xoxo-", "xoxs-", "xoxr-")),
+    ("slack", r"\bxox[abposr]-[A-Za-z0-9-]{10,}", ("xox",)),
     ("anthropic", r"\bsk-ant-(?:api\d\d-)?[A-Za-z0-9_-]{20,}", ("sk-ant-",)),
     ("openai", r"\bsk-(?:proj-|svcacct-)?[A-Za-z0-9_-]{20,}", ("sk-",)),
     ("stripe", r"\b[rs]k_(?:live|test)_[A-Za-z0-9]{16,}", ("k_live_", "k_test_")),
@@ -47,7 +48,7 @@ _LABELLED: list[tuple[str, str, tuple[str, ...]]] = [
     ("auth_header", r"(?i)(authorization:\s*(?:basic|bearer|token)\s+)(\S+)()", ("author",)),
     ("npm", r"(_authToken=)(\S+)()", ("_authToken=",)),
     ("secret", r"(?i)(?=[pstac])((?:password|passwd|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|client[_-]?secret)[\"']?\s*[:=]\s*[\"']?)([^\s\"',;]{6,})()",
-     ("password", "passwd", "secret", "token", "key")),
+     ("passw", "secret", "token", "key")),
 ]
 
 
@@ -64,17 +65,22 @@ def _compiled(patterns):
     return [(kind, re.compile(p), needles, p.startswith("(?i)"), _STARTS.get(kind)) for kind, p, needles in patterns]
 
 
-def _sub_at(rx: re.Pattern, text: str, folded: str, starts: tuple[str, ...], repl) -> tuple[str, int]:
-    """rx.subn(repl, text), trying `rx` only where one of `starts` begins in `folded`, which
-    lines up with `text` character for character; the same leftmost, non-overlapping matches."""
+def _starts_at(folded: str, starts: tuple[str, ...]) -> list[int]:
+    """Where one of `starts` begins in `folded`, in order."""
     at = set()
     for word in starts:
         i = folded.find(word)
         while i >= 0:
             at.add(i)
             i = folded.find(word, i + 1)
+    return sorted(at)
+
+
+def _sub_at(rx: re.Pattern, text: str, folded: str, starts: tuple[str, ...], repl) -> tuple[str, int]:
+    """rx.subn(repl, text), trying `rx` only where one of `starts` begins in `folded`, which
+    lines up with `text` character for character; the same leftmost, non-overlapping matches."""
     out, last, n = [], 0, 0
-    for pos in sorted(at):
+    for pos in _starts_at(folded, starts):
         if pos < last:
             continue
         m = rx.match(text, pos)
@@ -100,10 +106,15 @@ class Redactor:
     counts: Counter = field(default_factory=Counter)
 
     def __call__(self, text: str | None) -> str | None:
-        if not text:
-            return text
+        return self._redact(text, None)[0] if text else text
+
+    def _redact(self, text: str, tried: list | None) -> tuple[str, bool]:
+        """The text redacted, and whether any pattern matched (even a secret already redacted,
+        which is kept as it is). Each pattern whose needle the text holds is added to `tried`."""
         folded = None                   # the casefolded text, made once and again after a change
-        for kind, rx, needles, blind, starts, labelled in _ALL:
+        matched = False
+        for entry in _ALL:
+            kind, rx, needles, blind, starts, labelled = entry
             if blind:
                 if folded is None:
                     folded = text.casefold()
@@ -115,14 +126,16 @@ class Redactor:
                     break
             else:
                 continue
+            if tried is not None:
+                tried.append(entry)
             repl = self._keep_label(kind) if labelled else self._plain(kind)
             if starts and len(hay) == len(text) and not any(c in text for c in _ODD_I):
                 out, n = _sub_at(rx, text, hay, starts, repl)
             else:
                 out, n = rx.subn(repl, text)
             if n:
-                text, folded = out, None
-        return text
+                text, folded, matched = out, None, True
+        return text, matched
 
     def _plain(self, kind: str):
         def sub(m: re.Match) -> str:
@@ -149,8 +162,17 @@ def redact_json_line(line: str, redactor: Redactor) -> str:
     value is checked once decoded, which finds secrets the raw text hides behind JSON escapes
     (a quoted `\"password\": \"…\"` inside a tool result). The line is re-serialized only
     when that second pass changed something, or when a secret spanned JSON syntax.
+
+    Most lines need no second pass, and it costs more than the first (json.loads and a redactor
+    call for every string). Each decoded string is a piece of the line with its escapes undone
+    (`_unescaped`); if no pattern matches anywhere in that, none matches in any of its strings.
     """
-    out = redactor(line)
+    tried: list = []
+    out, matched = redactor._redact(line, tried)
+    if not matched:
+        plain = _unescaped(line)
+        if plain is line or (plain is not None and not _matches_any(plain, tried)):
+            return out
     try:
         value = json.loads(out)
     except ValueError:
@@ -164,6 +186,78 @@ def redact_json_line(line: str, redactor: Redactor) -> str:
     if sum(redactor.counts.values()) == before:
         return out
     return json.dumps(walked, ensure_ascii=False, separators=(",", ":"))
+
+
+# JSON's one-letter escapes, but `\\` and `\/`: a line is cut at each `\\` first, so every
+# backslash left in a piece starts an escape.
+_ESCAPES = (('\\"', '"'), ("\\b", "\b"), ("\\f", "\f"), ("\\n", "\n"), ("\\r", "\r"), ("\\t", "\t"))
+# a \u escape, or two that make one character past U+FFFF, as json.loads joins them
+_U_ESCAPE = re.compile(r"\\u([dD][89abAB][0-9a-fA-F]{2})\\u([dD][c-fC-F][0-9a-fA-F]{2})|\\u([0-9a-fA-F]{4})")
+
+
+class _NeedleHidden(Exception):
+    pass
+
+
+@functools.lru_cache(maxsize=4096)
+def _escaped_char(escape: str) -> str:
+    """The character a \\u escape (or a pair) stands for; _NeedleHidden if it could be part of
+    a needle: printable ASCII, or a letter whose casefold() holds ASCII (a Kelvin sign is `k`)."""
+    if len(escape) == 12:
+        high, low = int(escape[2:6], 16), int(escape[8:12], 16)
+        char = chr(0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00))
+    else:
+        char = chr(int(escape[2:6], 16))
+    if char >= " " and (char <= "\x7f" or any(c <= "\x7f" for c in char.casefold())):
+        raise _NeedleHidden
+    return char
+
+
+def _unescaped(line: str) -> str | None:
+    """The line with its JSON escapes undone (the line itself when it has none), or None when
+    an escape could hide part of a pattern's needle (a letter written as a `\\u` escape, a
+    slash as `\\/`).
+
+    With none of those, the escapes left make only quotes, backslashes, control characters and
+    letters that fold to no ASCII, which no needle holds: a needle found in the result was
+    already in the line, so only the patterns the first pass tried can match the result."""
+    if "\\" not in line:
+        return line
+    pieces = line.split("\\\\")
+    try:
+        for i, piece in enumerate(pieces):
+            if "\\" not in piece:
+                continue
+            if "\\/" in piece:
+                return None
+            if "\\u" in piece:
+                piece = _U_ESCAPE.sub(lambda m: _escaped_char(m.group()), piece)
+            for escape, char in _ESCAPES:
+                piece = piece.replace(escape, char)
+            pieces[i] = piece
+    except _NeedleHidden:
+        return None
+    return "\\".join(pieces)
+
+
+def _matches_any(text: str, tried: list) -> bool:
+    """Whether one of the `tried` patterns matches somewhere in `text`."""
+    folded = None
+    for kind, rx, needles, blind, starts, labelled in tried:
+        if blind:
+            if folded is None:
+                folded = text.casefold()
+            hay = folded
+        else:
+            hay = text
+        if not any(needle in hay for needle in needles):
+            continue
+        if starts and len(hay) == len(text) and not any(c in text for c in _ODD_I):
+            if any(rx.match(text, pos) for pos in _starts_at(hay, starts)):
+                return True
+        elif rx.search(text):
+            return True
+    return False
 
 
 def _walk(value, redactor: Redactor):

@@ -79,6 +79,140 @@ def test_a_secret_behind_json_escapes_is_found():
     assert r.counts == Counter({"openai": 1, "secret": 1})
 
 
+def walk_always(line: str, redactor: Redactor) -> str:
+    """redact_json_line as first written: every line's strings decoded and redacted again."""
+    import json
+
+    out = redactor(line)
+    try:
+        value = json.loads(out)
+    except ValueError:
+        try:
+            value = json.loads(line)
+        except ValueError:
+            return out
+        return json.dumps(redact._walk(value, redactor), ensure_ascii=False, separators=(",", ":"))
+    before = sum(redactor.counts.values())
+    walked = redact._walk(value, redactor)
+    if sum(redactor.counts.values()) == before:
+        return out
+    return json.dumps(walked, ensure_ascii=False, separators=(",", ":"))
+
+
+def _json_string(text: str, rng: random.Random) -> str:
+    r"""`text` as a JSON string the way some writer might spell it: any character may be a \u
+    escape (a letter of a keyword too, or half of a pair past U+FFFF), a slash may be `\/`."""
+    import json
+
+    out = ['"']
+    for char in text:
+        roll = rng.random()
+        if roll < 0.08:
+            data = char.encode("utf-16-be")
+            out += ("\\u%04x" % int.from_bytes(data[i:i + 2], "big") for i in range(0, len(data), 2))
+        elif char == "/" and roll < 0.5:
+            out.append("\\/")
+        else:
+            out.append(json.dumps(char, ensure_ascii=roll < 0.7)[1:-1])
+    out.append('"')
+    return "".join(out)
+
+
+# labels and values split by what a writer escapes (quotes, newlines, tabs), and letters that
+# fold to a keyword's (a Kelvin sign, a long s, the fi ligature)
+ESCAPE_FRAGMENTS = FRAGMENTS + ['"password": "', '": "', "\\", "\t", "\u001b[31m", "\u212a", "\u017f", "\ufb01",
+                                "\u00df", "A\\u0070", "\r\n", "/", "password:\n", "passwd=\t", "api_\u212aey:\r\n",
+                                "pa\u017fsword\f:", "\ufb01\u212aey", "client_secret\b=", "Authorization:\tBearer\n"]
+
+
+def _escaped_lines(n: int, seed: int) -> list[str]:
+    rng = random.Random(seed)
+
+    def text() -> str:
+        return "".join(rng.choice(ESCAPE_FRAGMENTS) for _ in range(rng.randint(0, 10)))
+
+    lines = []
+    for _ in range(n):
+        fields = [f"{_json_string(text(), rng)}:{_json_string(text(), rng)}" for _ in range(rng.randint(1, 4))]
+        if rng.random() < 0.5:
+            fields.append(f'"usage":{{"input_tokens":{rng.randint(0, 999)},"list":[{_json_string(text(), rng)},null]}}')
+        rng.shuffle(fields)
+        lines.append("{" + ",".join(fields) + "}")
+    return lines
+
+
+@pytest.mark.parametrize("seed", [11, 12, 13])
+def test_a_line_whose_strings_cannot_match_is_not_walked_and_comes_out_the_same(seed):
+    r"""The second pass over a line's decoded strings is left out when no pattern matches the
+    line with its escapes undone; every line and count still comes out as when every line's
+    strings are walked, whatever escapes the writer used (keywords spelled as \u escapes,
+    quotes and slashes escaped, characters past U+FFFF as pairs)."""
+    lines = _escaped_lines(3000, seed)
+    for line in lines:
+        want_r, got_r = Redactor(), Redactor()
+        want = walk_always(line, want_r)
+        got = redact_json_line(line, got_r)
+        assert (got, got_r.counts) == (want, want_r.counts), line
+    assert walked_lines(lines) > 0                   # lines that hold a secret are walked
+
+
+@pytest.mark.parametrize("value, secret", [
+    ("API_\\u212aEY:\\nabcdefgh1", "abcdefgh1"),                  # a Kelvin sign written as an escape
+    ("pass\\u0077ord=abcdefgh1", "abcdefgh1"),                    # a keyword's letter written as an escape
+    ("password\\n: hunter2hunter2", "hunter2hunter2"),            # a newline between label and colon
+    ("token\\t= abcdefgh1", "abcdefgh1"),
+    ("secret\\f=abcdefgh1", "abcdefgh1"),
+    ("passwd\\r=abcdefgh1", "abcdefgh1"),
+    ("api_key\\u000b=abcdefgh1", "abcdefgh1"),                    # a vertical tab, a control escape
+    ('secret\\": \\"abcdefgh1', "abcdefgh1"),                     # quotes inside the string
+    ("https:\\/\\/hooks.slack.com\\/services\\/T0\\/B0\\/XX", "T0/B0"),   # slashes escaped
+    ("eyJ" + "\\ud835\\udc00" * 8 + ".eyJ" + "\\ud835\\udc00" * 8 + "." + "\\ud835\\udc00" * 8,
+     "\\ud835\\udc00" * 8),                                       # letters past U+FFFF, as pairs
+])
+def test_a_secret_only_its_escapes_hide_is_found(value, secret):
+    """Each escape that keeps a pattern from matching the raw line: the line's strings are
+    read decoded, and the secret goes."""
+    import json
+
+    line = '{"type":"user","message":{"content":"' + value + '"}}'
+    assert json.loads(line)
+    r, want_r = Redactor(), Redactor()
+    out = redact_json_line(line, r)
+    assert secret not in out and json.loads(secret.join('""')) not in json.loads(out)["message"]["content"]
+    assert sum(r.counts.values()) == 1
+    assert (out, r.counts) == (walk_always(line, want_r), want_r.counts)
+
+
+# near misses of every kind: keywords with no value, values too short, prefixes with too few
+# characters, written with escapes of quotes, newlines, colours and letters past ASCII
+ORDINARY = ["tokenizer", "max_tokens: 4096", "monkey: 3", "password reset", "sk-learn", "task-list",
+            "https://example.org/a/b", "authored by", "SG.", "eyJ", '"quoted"', "\n", "\t", "\u001b[31m",
+            "caf\u00e9", "\u043e\u0448\u0438\u0431\u043a\u0430", "\U0001f680", "\\", "path\\to", " ", "x = 1;"]
+
+
+def walked_lines(lines: list[str]) -> int:
+    walked = []
+    real_walk = redact._walk
+    redact._walk = lambda value, r: (walked.append(1), real_walk(value, r))[1]
+    try:
+        for line in lines:
+            redact_json_line(line, Redactor())
+    finally:
+        redact._walk = real_walk
+    return len(walked)
+
+
+def test_ordinary_lines_are_not_walked():
+    import json
+
+    rng = random.Random(5)
+    lines = [json.dumps({"type": "assistant", "message": {"content": [
+        {"type": "text", "text": ", ".join(rng.choice(ORDINARY) for _ in range(12))}],
+        "usage": {"input_tokens": 3, "output_tokens": 9}}}, ensure_ascii=rng.random() < 0.5) for _ in range(500)]
+    assert all(redact_json_line(line, Redactor()) == line for line in lines)
+    assert walked_lines(lines) == 0
+
+
 def _lines(n: int, seed: int) -> list[str]:
     """JSON lines with secrets in their values (some behind escapes), and a few lines that are
     not JSON, as a store's batch holds them."""
