@@ -6,9 +6,10 @@ writes its own); a warehouse kept current by `watch` or a timer gathers thousand
 search over years of history would spend seconds on that alone.
 
 When a partition holds SMALL_FILES or more files under SMALL_BYTES, a worker rewrites them as
-files of up to MERGED_BYTES (cheapest partitions first, at most RUN_BUDGET_BYTES a run, since a
-rewrite costs about what the first write did; a partition bigger than that, its oldest files a
-run at a time), rows in the order they were written, with narrow
+files of up to MERGED_BYTES, leaving out any file bigger than all the smaller ones together
+(cheapest partitions first, at most RUN_BUDGET_BYTES a run, since a rewrite costs about what
+the first write did; a partition bigger than that, its oldest files a run at a time), rows in
+the order they were written, with narrow
 row groups so a reader that wants a few files' rows still skips the rest; the search postings
 are sorted by term again instead, as each file of them was (etl/partfiles.py). The merged files are
 registered, and the small ones retired, in the run's own state transaction. Files the run itself
@@ -167,8 +168,14 @@ def plan(state: duckdb.DuckDBPyConnection, fresh: list[Written],
     # later run, so no run pays for rewriting a whole big first load at once. A partition
     # whose small files alone pass a whole run's budget has its oldest merged, as many as
     # fit: waiting for room it could never get, it was never merged at all
+    worth = []
+    for t, s, m, paths, sizes, _ in rows:
+        paths, sizes = _worth_merging(paths, sizes)
+        if paths:
+            worth.append((sum(sizes), t, s, m, paths, sizes))
+    worth.sort(key=lambda w: w[:4])
     chosen, budget = [], RUN_BUDGET_BYTES
-    for t, s, m, paths, sizes, nbytes in rows:
+    for nbytes, t, s, m, paths, sizes in worth:
         if nbytes <= budget:
             chosen.append(Partition(t, s, m, paths))
             budget -= nbytes
@@ -183,6 +190,29 @@ def plan(state: duckdb.DuckDBPyConnection, fresh: list[Written],
             chosen.append(Partition(t, s, m, paths[:n]))
             budget -= taken
     return _with_dead(chosen, dead or {}, budget)
+
+
+def _worth_merging(paths: list[str], sizes: list[int]) -> tuple[list[str], list[int]]:
+    """The files of a partition to merge, in the order they were written: all but those bigger
+    than every smaller file together, which a merge would mostly copy as they are.
+
+    Under `watch` each pick-up adds a small file to the partitions it touches; merging them all
+    each time also rewrote the file the last merge made, growing by a few pick-ups' rows at a
+    time, until it passed SMALL_BYTES: most of each merge was that file again (a postings file
+    of 11 MB sorted again every eight pick-ups, 4 s each). Left out until the files beside it
+    add up to its size, a row is rewritten only by a merge at least twice the size of the file
+    holding it, so a few times in all. Fewer than half of SMALL_FILES left wait for more."""
+    skip = set()
+    smaller = sum(sizes)
+    for i in sorted(range(len(sizes)), key=lambda i: -sizes[i]):
+        smaller -= sizes[i]
+        if sizes[i] <= smaller:
+            break
+        skip.add(i)
+    keep = [i for i in range(len(sizes)) if i not in skip]
+    if len(keep) < max(2, SMALL_FILES // 2):
+        return [], []
+    return [paths[i] for i in keep], [sizes[i] for i in keep]
 
 
 def _with_dead(chosen: list[Partition], dead: dict[tuple[str, str, str], list[Dead]], budget: int) -> list[Partition]:

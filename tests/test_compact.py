@@ -157,6 +157,66 @@ def test_a_partition_whose_small_files_pass_the_budget_is_merged_a_piece_a_run(m
     }
 
 
+def _data_files(rows):
+    import duckdb
+
+    state = duckdb.connect()
+    state.execute("create table data_files (path varchar, table_name varchar, source varchar, month varchar, "
+                  "run_id bigint, row_count bigint, bytes bigint, retired_run_id bigint)")
+    if rows:
+        state.executemany("insert into data_files values (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+    return state
+
+
+def test_a_file_bigger_than_the_small_files_beside_it_is_left_out_of_their_merge(monkeypatch):
+    kb = 1 << 10
+    rows = [("records/m.parquet", "records", "claude_code", "2026-11", 1, 1, 20 * kb, None)]
+    rows += [(f"records/t{i}.parquet", "records", "claude_code", "2026-11", 2 + i, 1, kb, None) for i in range(7)]
+    # files of like sizes are merged together, the biggest too
+    rows += [(f"blocks/{i}.parquet", "blocks", "claude_code", "2026-11", 1 + i, 1, (8 - i) * kb, None)
+             for i in range(8)]
+    # files each past all the smaller ones together, and fewer than half of SMALL_FILES left
+    # beside them: nothing yet
+    rows += [(f"postings/m{i}.parquet", "postings", "codex", "2026-11", 1 + i, 1, (64 >> i) * kb, None)
+             for i in range(5)]
+    rows += [(f"postings/t{i}.parquet", "postings", "codex", "2026-11", 6 + i, 1, kb, None) for i in range(3)]
+    monkeypatch.setattr(compact, "SMALL_FILES", 8)
+    got = {p.table: p.paths for p in compact.plan(_data_files(rows), [])}
+    assert got == {"records": [f"records/t{i}.parquet" for i in range(7)],
+                   "blocks": [f"blocks/{i}.parquet" for i in range(8)]}
+
+
+@pytest.mark.parametrize("leave_out_big", [True, False])
+def test_pick_ups_that_each_add_a_small_file_rewrite_each_row_a_few_times(monkeypatch, leave_out_big):
+    """A partition under `watch` gains a small file at every pick-up. Merging every small file
+    each time rewrote the last merge's file again and again while it grew (each row 21 times
+    over 300 pick-ups here); leaving out a file bigger than the rest together
+    bounds it (3.6 times), with no more files in the partition than a few."""
+    kb = 1 << 10
+    if not leave_out_big:
+        monkeypatch.setattr(compact, "_worth_merging", lambda paths, sizes: (paths, sizes))
+    files: dict[str, int] = {}
+    rewritten, most_files = 0, 0
+    state = _data_files([])
+    for run_id in range(1, 301):
+        files[f"r{run_id:04d}.parquet"] = 50 * kb
+        state.execute("delete from data_files")
+        state.executemany("insert into data_files values (?, ?, ?, ?, ?, ?, ?, ?)",
+                          [(path, "records", "claude_code", "2026-11", int(path[1:5]), 1, size, None)
+                           for path, size in files.items()])
+        for part in compact.plan(state, []):
+            merged = sum(files.pop(path) for path in part.paths)
+            rewritten += merged
+            files[f"r{run_id:04d}m.parquet"] = merged
+        most_files = max(most_files, len(files))
+    written = 300 * 50 * kb
+    assert sum(files.values()) == written
+    if leave_out_big:
+        assert rewritten < 6 * written and most_files <= 16, (rewritten / written, most_files)
+    else:
+        assert rewritten > 15 * written, rewritten / written          # what it was
+
+
 def listed_rows(db: Path, table: str) -> int:
     """Rows of `table` in the files the published catalog lists (the seed holds none)."""
     import pyarrow.parquet as pq
