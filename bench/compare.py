@@ -55,6 +55,8 @@ FIGURES = (
     Figure(("ingest", "peak_rss_mb"), "peak RSS MB", "lower", "size"),
     Figure(("ingest", "peak_rss_mb_max_workers"), "peak RSS MB, most workers", "lower", "size"),
     Figure(("ingest", "append_10_lines_x5_seconds"), "append 10 lines x 5 s", "lower", "time"),
+    Figure(("pick_ups", "mean_seconds"), "pick-ups in a row: mean s", "lower", "time"),
+    Figure(("pick_ups", "compact_seconds"), "pick-ups in a row: merging s", "lower", "time"),
     Figure(("ingest", "records"), "records loaded", "same", "count"),
     Figure(("search", "p50_ms"), "search p50 ms", "lower", "time"),
     Figure(("search", "p95_ms"), "search p95 ms", "lower", "time"),
@@ -83,7 +85,8 @@ FIGURES = (
 #: The parameters that size each section: absolute figures of a section compare only when the
 #: two runs used the same.
 SIZES = {"ingest": ("mb",), "search": ("mb",), "chains": ("chain_sessions", "chain_records"),
-         "handoff": (), "sources": ("source_files",), "rewrites": ("rewrite_mb",), "export": ("mb",), "redact": ("mb",)}
+         "handoff": (), "sources": ("source_files",), "rewrites": ("rewrite_mb",), "export": ("mb",), "redact": ("mb",),
+         "pick_ups": ("mb", "pick_ups")}
 SECTIONS = tuple(SIZES)
 
 

@@ -146,6 +146,22 @@ def convarch_listed(db: Path) -> list[str]:
     return [f for files in manifest["files"].values() for f in files]
 
 
+def append_tails(files: list[str]) -> None:
+    """Append each file's last 10 lines to it again, as a live session grows."""
+    for f in files:
+        lines = Path(f).read_text().splitlines()[-10:]
+        with open(f, "a") as fh:
+            fh.write("\n".join(lines) + "\n")
+
+
+def pick_ups_report(p: dict | None) -> str:
+    if not p:
+        return "  in a row        not run (--pick-ups 0)"
+    return (f"  in a row        {p['pick_ups']} more such pick-ups: mean {p['mean_seconds']} s, slowest "
+            f"{p['max_seconds']} s, merging small files {p['compact_seconds']} s in all; "
+            f"{p['listed_files']} files listed after")
+
+
 def tree_bytes(root: Path) -> tuple[int, list[str]]:
     files = [str(p) for p in root.rglob("*.jsonl")]
     return sum(os.path.getsize(f) for f in files), files
@@ -205,6 +221,8 @@ def main() -> None:
                     help="about this many files of each source in the every-source section (0: skip it)")
     ap.add_argument("--rewrite-mb", type=int, default=60,
                     help="size of each store in the rewritten-stores section (0: skip it)")
+    ap.add_argument("--pick-ups", type=int, default=20,
+                    help="pick-ups in a row, each of 10 lines appended to the same 5 files, as under watch")
     ap.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
     ap.add_argument("--out", type=Path, default=HERE / "out")
     add_arguments(ap, "latest")
@@ -212,6 +230,7 @@ def main() -> None:
     baseline = earlier_results(args.out, "latest", args.compare, args.no_compare)
     if args.quick:
         args.mb, args.chain_sessions, args.chain_records, args.source_files, args.rewrite_mb = 50, 50, 500, 100, 5
+        args.pick_ups = min(args.pick_ups, 5)
     work = args.out / "work"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
@@ -234,10 +253,7 @@ def main() -> None:
     full = run_ingest(db, work / "corpus")
     again = run_ingest(db, work / "corpus")
     appended = sorted(f for f in files if "/claude/" in f)[:3] + sorted(f for f in files if "/codex/" in f)[:2]
-    for f in appended:
-        lines = Path(f).read_text().splitlines()[-10:]
-        with open(f, "a") as fh:
-            fh.write("\n".join(lines) + "\n")
+    append_tails(appended)
     t = time.perf_counter()
     append = run_ingest(db, work / "corpus")
     append["wall"] = time.perf_counter() - t
@@ -317,6 +333,21 @@ def main() -> None:
     results["export"] = export_cost(db, work / "export", full["seconds"], mb)
     results["redact"] = redaction_rate(files)
 
+    # a live session under `watch`: pick-ups in a row. One pick-up (above) seldom pays for
+    # merging the small files that each leaves; a run of them shows what that costs
+    series = []
+    for _ in range(args.pick_ups):
+        append_tails(appended)
+        series.append(run_ingest(db, work / "corpus"))
+    if series:
+        secs = sorted(r["seconds"] for r in series)
+        results["pick_ups"] = {
+            "pick_ups": len(series), "mean_seconds": round(statistics.mean(secs), 3),
+            "max_seconds": round(secs[-1], 3),
+            "compact_seconds": round(sum(r["compact_seconds"] for r in series), 2),
+            "listed_files": len(convarch_listed(db)),
+        }
+
     print("chain corpus …", flush=True)
     cdb = work / "chains" / "convarch.duckdb"
     cbytes = cached(args.out / "cache" / f"chains-{args.chain_sessions}x{args.chain_records}",
@@ -370,6 +401,7 @@ ingest            {i['seconds_without_index']} s = {i['mb_per_s']} MB/s (snapsho
   peak RSS        {i['peak_rss_mb']} MB with {i['workers']} workers; {i['peak_rss_mb_max_workers']} MB with {i['max_workers']}, the most a run starts on any machine (target < 1024 for 1 GB)
 no-change rerun   {i['no_change_seconds']} s -> ratio to full {i['no_change_ratio_to_full']} (target < 0.02)
 append 10 x 5     {i['append_10_lines_x5_seconds']} s for {i['append_records']} records (of which merging small files {i['append_compact_seconds']} s)
+{pick_ups_report(results.get("pick_ups"))}
 search            p50 {s['p50_ms']} ms, p95 {s['p95_ms']} ms per CLI call (process start alone {s['cli_startup_ms']} ms)
   index           {s['index_mb']} MB = {s['index_ratio_to_corpus']} of the corpus; whole lake {s['lake_ratio_to_corpus']} in {s['lake_files']} Parquet files
 chains            {c['sessions']} x {c['records_per_session']}: built in {c['build_seconds']} s at ingest -> ratio to parsing and loading them {c['ratio_to_parse_load']}; reading all {c['chain_rows']} rows {c['read_all_seconds']} s

@@ -101,6 +101,21 @@ def test_other_sizes_judge_nothing_and_another_machine_judges_only_ratios():
     assert v["rewrites.goose_same_lines.records"] == "changed"
 
 
+def test_pick_ups_in_a_row_compare_only_runs_of_as_many():
+    """Merging small files is paid every few pick-ups, so a mean over 20 and one over 5 differ
+    by more than speed; a run from before the series existed has nothing to compare."""
+    def with_series(n: int, mean: float) -> dict:
+        r = results()
+        r["params"]["pick_ups"] = n
+        r["pick_ups"] = {"pick_ups": n, "mean_seconds": mean, "compact_seconds": 2.0}
+        return r
+
+    v = verdicts(with_series(20, 2.4), with_series(20, 1.1))
+    assert v["pick_ups.mean_seconds"] == "better" and v["pick_ups.compact_seconds"] == "noise"
+    assert verdicts(with_series(5, 2.4), with_series(20, 1.1))["pick_ups.mean_seconds"] == "not judged: other sizes"
+    assert not any(k.startswith("pick_ups") for k in verdicts(results(), with_series(20, 1.1)))
+
+
 def test_times_and_rates_are_judged_at_the_speed_the_machine_ran_each_time():
     """The same code on a machine running a quarter slower: its seconds and MB/s move by a
     third, which is the machine, not the code; memory does not move with speed."""
