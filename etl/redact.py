@@ -108,12 +108,12 @@ class Redactor:
     def __call__(self, text: str | None) -> str | None:
         return self._redact(text, None)[0] if text else text
 
-    def _redact(self, text: str, tried: list | None) -> tuple[str, bool]:
+    def _redact(self, text: str, tried: list | None, patterns: list = _ALL) -> tuple[str, bool]:
         """The text redacted, and whether any pattern matched (even a secret already redacted,
         which is kept as it is). Each pattern whose needle the text holds is added to `tried`."""
         folded = None                   # the casefolded text, made once and again after a change
         matched = False
-        for entry in _ALL:
+        for entry in patterns:
             kind, rx, needles, blind, starts, labelled = entry
             if blind:
                 if folded is None:
@@ -171,7 +171,8 @@ def redact_json_line(line: str, redactor: Redactor) -> str:
     out, matched = redactor._redact(line, tried)
     if not matched:
         plain = _unescaped(line)
-        if plain is line or (plain is not None and not _matches_any(plain, tried)):
+        # a pattern matching anywhere in it, tried on a redactor whose counts are thrown away
+        if plain is line or (plain is not None and not Redactor()._redact(plain, None, tried)[1]):
             return out
     try:
         value = json.loads(out)
@@ -238,26 +239,6 @@ def _unescaped(line: str) -> str | None:
     except _NeedleHidden:
         return None
     return "\\".join(pieces)
-
-
-def _matches_any(text: str, tried: list) -> bool:
-    """Whether one of the `tried` patterns matches somewhere in `text`."""
-    folded = None
-    for kind, rx, needles, blind, starts, labelled in tried:
-        if blind:
-            if folded is None:
-                folded = text.casefold()
-            hay = folded
-        else:
-            hay = text
-        if not any(needle in hay for needle in needles):
-            continue
-        if starts and len(hay) == len(text) and not any(c in text for c in _ODD_I):
-            if any(rx.match(text, pos) for pos in _starts_at(hay, starts)):
-                return True
-        elif rx.search(text):
-            return True
-    return False
 
 
 def _walk(value, redactor: Redactor):
