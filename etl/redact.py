@@ -174,6 +174,12 @@ def redact_json_line(line: str, redactor: Redactor) -> str:
         # a pattern matching anywhere in it, tried on a redactor whose counts are thrown away
         if plain is line or (plain is not None and not Redactor()._redact(plain, None, tried)[1]):
             return out
+    return _strings_redacted(line, out, redactor)
+
+
+def _strings_redacted(line: str, out: str, redactor: Redactor) -> str:
+    """The second pass: `out` (the text pass's result) with each decoded string of the line
+    redacted too, re-serialized only if that found something."""
     try:
         value = json.loads(out)
     except ValueError:

@@ -81,22 +81,7 @@ def test_a_secret_behind_json_escapes_is_found():
 
 def walk_always(line: str, redactor: Redactor) -> str:
     """redact_json_line as first written: every line's strings decoded and redacted again."""
-    import json
-
-    out = redactor(line)
-    try:
-        value = json.loads(out)
-    except ValueError:
-        try:
-            value = json.loads(line)
-        except ValueError:
-            return out
-        return json.dumps(redact._walk(value, redactor), ensure_ascii=False, separators=(",", ":"))
-    before = sum(redactor.counts.values())
-    walked = redact._walk(value, redactor)
-    if sum(redactor.counts.values()) == before:
-        return out
-    return json.dumps(walked, ensure_ascii=False, separators=(",", ":"))
+    return redact._strings_redacted(line, redactor(line), redactor)
 
 
 def _json_string(text: str, rng: random.Random) -> str:
