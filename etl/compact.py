@@ -199,7 +199,7 @@ def _worth_merging(paths: list[str], sizes: list[int]) -> tuple[list[str], list[
     Under `watch` each pick-up adds a small file to the partitions it touches; merging them all
     each time also rewrote the file the last merge made, growing by a few pick-ups' rows at a
     time, until it passed SMALL_BYTES: most of each merge was that file again (a postings file
-    of 11 MB sorted again every eight pick-ups, 4 s each). Left out until the files beside it
+    of 11 MB sorted again every few pick-ups, 4 s each). Left out until the files beside it
     add up to its size, a row is rewritten only by a merge at least twice the size of the file
     holding it, so a few times in all. Fewer than half of SMALL_FILES left wait for more."""
     skip = set()
