@@ -30,6 +30,7 @@ sys.path.insert(0, str(HERE))
 from compare import add_arguments, comparison, earlier_results, run_facts  # noqa: E402
 from generate import VERSION, generate, generate_chain_corpus  # noqa: E402
 from reading import export_cost, redaction_rate  # noqa: E402
+from pickups import append_tails, report as pick_ups_report, series as pick_up_series  # noqa: E402
 from reading import report as reading_report  # noqa: E402
 from rewrites import report as rewrites_report  # noqa: E402
 from rewrites import rewrites  # noqa: E402
@@ -144,22 +145,6 @@ def convarch_listed(db: Path) -> list[str]:
     """The Parquet files the published catalog reads (retired ones still on disk excluded)."""
     manifest = json.loads((db.parent / f"{db.stem}.d" / "manifest.json").read_text())
     return [f for files in manifest["files"].values() for f in files]
-
-
-def append_tails(files: list[str]) -> None:
-    """Append each file's last 10 lines to it again, as a live session grows."""
-    for f in files:
-        lines = Path(f).read_text().splitlines()[-10:]
-        with open(f, "a") as fh:
-            fh.write("\n".join(lines) + "\n")
-
-
-def pick_ups_report(p: dict | None) -> str:
-    if not p:
-        return "  in a row        not run (--pick-ups 0)"
-    return (f"  in a row        {p['pick_ups']} more such pick-ups: mean {p['mean_seconds']} s, slowest "
-            f"{p['max_seconds']} s, merging small files {p['compact_seconds']} s in all; "
-            f"{p['listed_files']} files listed after")
 
 
 def tree_bytes(root: Path) -> tuple[int, list[str]]:
@@ -333,20 +318,9 @@ def main() -> None:
     results["export"] = export_cost(db, work / "export", full["seconds"], mb)
     results["redact"] = redaction_rate(files)
 
-    # a live session under `watch`: pick-ups in a row. One pick-up (above) seldom pays for
-    # merging the small files that each leaves; a run of them shows what that costs
-    series = []
-    for _ in range(args.pick_ups):
-        append_tails(appended)
-        series.append(run_ingest(db, work / "corpus"))
-    if series:
-        secs = sorted(r["seconds"] for r in series)
-        results["pick_ups"] = {
-            "pick_ups": len(series), "mean_seconds": round(statistics.mean(secs), 3),
-            "max_seconds": round(secs[-1], 3),
-            "compact_seconds": round(sum(r["compact_seconds"] for r in series), 2),
-            "listed_files": len(convarch_listed(db)),
-        }
+    if picked := pick_up_series(appended, args.pick_ups, lambda: run_ingest(db, work / "corpus"),
+                                lambda: len(convarch_listed(db))):
+        results["pick_ups"] = picked
 
     print("chain corpus …", flush=True)
     cdb = work / "chains" / "convarch.duckdb"
