@@ -45,6 +45,11 @@ class Layout:
     def manifest(self) -> Path:
         return self.data_dir / "manifest.json"
 
+    @property
+    def catalog_base(self) -> Path:
+        """A copy of the published catalog that no reader opens, for the next run to start from."""
+        return self.data_dir / "catalog-base.duckdb"
+
     def create(self) -> None:
         """Create the folders private to the user (0700); files inside are made 0600."""
         for d in (self.db.parent, self.data_dir, self.lake, self.tmp):

@@ -5,6 +5,7 @@ when it is created, so the build order must be explicit.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from dataclasses import dataclass
@@ -58,6 +59,12 @@ PUBLIC_VIEWS: tuple[str, ...] = (
 
 def read(name: str) -> str:
     """Return the text of `sql/<name>.sql`."""
+    return _read(name)
+
+
+@functools.lru_cache(maxsize=None)
+def _read(name: str) -> str:
+    # read once a process: a pick-up under `watch` read some 90 files again, 20 ms of it
     return files(__name__).joinpath(f"{name}.sql").read_text("utf-8")
 
 
