@@ -17,7 +17,8 @@ from conftest import DEMO
 def test_watch_runs_until_told_and_picks_up_changes(tmp_path, isolated_home):
     shutil.copytree(DEMO, isolated_home / ".claude")
     db = str(tmp_path / "w.duckdb")
-    r = CliRunner().invoke(cli, ["--db", db, "watch", "--runs", "2", "--interval", "0.5", "--debounce", "0"])
+    r = CliRunner().invoke(cli, ["--db", db, "watch", "--runs", "2", "--interval", "0.5", "--debounce", "0",
+                                 "--share", "1"])
     assert r.exit_code == 0, r.output
     assert "3 files changed" in r.output
     assert r.output.count("files changed") == 1          # the second look found nothing new
@@ -150,7 +151,8 @@ def test_watch_picks_up_an_append_without_waiting_for_the_interval(tmp_path, iso
     thread = threading.Thread(target=append_later)
     t = time.monotonic()
     thread.start()
-    r = CliRunner().invoke(cli, ["--db", db, "watch", "--runs", "2", "--interval", "120", "--debounce", "0.2"])
+    r = CliRunner().invoke(cli, ["--db", db, "watch", "--runs", "2", "--interval", "120", "--debounce", "0.2",
+                                 "--share", "0.5"])
     thread.join()
     assert r.exit_code == 0, r.output
     assert time.monotonic() - t < 60, "the second run waited for the poll, not the change notice"
@@ -167,6 +169,34 @@ def test_a_store_slow_to_read_whole_is_read_again_at_most_a_share_of_the_time():
     assert budget.deferred(240.0) == {"/big/state.vscdb"} and budget.deferred(246.0) == set()
     budget.note({"/big/state.vscdb": 0.3}, now=300.0)           # cheap now: never put off
     assert budget.deferred(300.5) == set()
+
+
+def test_a_run_is_followed_by_a_rest_so_running_takes_at_most_a_share_of_the_time():
+    assert watch_mod.rest_after(0.7, 0.1, 20.0) == pytest.approx(6.3)
+    assert watch_mod.rest_after(0.5, 0.25, 20.0) == pytest.approx(1.5)
+    assert watch_mod.rest_after(5.0, 0.1, 20.0) == 20.0                # never past --max-wait
+    assert watch_mod.rest_after(3.0, 1.0, 20.0) == 0.0
+
+
+def test_watch_rests_after_each_run(tmp_path, isolated_home, monkeypatch):
+    shutil.copytree(DEMO, isolated_home / ".claude")
+    spans: list[tuple[float, float]] = []
+    real = watch_mod.run_ingest
+
+    def slow(*args, **kwargs):
+        t = time.monotonic()
+        s = real(*args, **kwargs)
+        time.sleep(max(0.0, 0.5 - (time.monotonic() - t)))        # every run takes at least 0.5 s
+        spans.append((t, time.monotonic()))
+        return s
+
+    monkeypatch.setattr(watch_mod, "run_ingest", slow)
+    db = str(tmp_path / "w.duckdb")
+    r = CliRunner().invoke(cli, ["--db", db, "watch", "--runs", "3", "--interval", "0.5", "--debounce", "0",
+                                 "--share", "0.25", "--max-wait", "5"])
+    assert r.exit_code == 0, r.output
+    for (start, end), (nxt, _) in zip(spans, spans[1:]):
+        assert nxt - end >= 3 * (end - start) - 0.05, spans      # a run of t rests 3t at a share of 1/4
 
 
 def watch_twice(tmp_path, monkeypatch, after_run) -> tuple[str, list[set[str]], str]:
