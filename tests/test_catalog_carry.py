@@ -15,6 +15,7 @@ from convarch.etl import publish
 from convarch.etl.ingest import ingest
 from convarch.etl.layout import Layout
 from convarch.etl.state import open_state
+from helpers import rows, scalar
 from test_reliability import corpus
 
 
@@ -108,12 +109,8 @@ def test_what_a_reader_writes_into_the_catalog_goes_at_the_next_run(tmp_path, bu
     append_turn(root, 1)
     run(db, root)
     assert builds == ["built", "carried"]
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        assert con.execute("select count(*) from duckdb_views() where view_name = 'mine'").fetchone()[0] == 0
-        assert con.execute("select count(*) from messages where text like '%one more thing 1%'").fetchone()[0] == 3
-    finally:
-        con.close()
+    assert scalar(db, "select count(*) from duckdb_views() where view_name = 'mine'") == 0
+    assert scalar(db, "select count(*) from messages where text like '%one more thing 1%'") == 3
 
 
 def test_a_private_copy_changed_or_lost_since_the_last_run_builds_the_catalog_whole(tmp_path, builds):
@@ -134,11 +131,7 @@ def test_a_private_copy_changed_or_lost_since_the_last_run_builds_the_catalog_wh
     run(db, root)
     assert builds == ["built", "built", "built", "carried"]
     assert not list(base.parent.glob("catalog-base.duckdb.tmp-*"))
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        assert con.execute("select count(*) from messages where text like '%one more thing%'").fetchone()[0] == 9
-    finally:
-        con.close()
+    assert scalar(db, "select count(*) from messages where text like '%one more thing%'") == 9
 
 
 def test_another_engine_or_changed_lake_columns_build_the_catalog_whole(tmp_path, monkeypatch, builds):
@@ -167,9 +160,5 @@ def test_another_engine_or_changed_lake_columns_build_the_catalog_whole(tmp_path
     append_turn(root, 2)
     run(db, root)
     assert builds == ["built", "built", "built"]
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        assert con.execute("select count(*) from messages where text like '%one more thing%'").fetchone()[0] == 6
-        assert "added" in [r[0] for r in con.execute("describe lake_quarantine").fetchall()]
-    finally:
-        con.close()
+    assert scalar(db, "select count(*) from messages where text like '%one more thing%'") == 6
+    assert "added" in [r[0] for r in rows(db, "describe lake_quarantine")]
