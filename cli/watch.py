@@ -67,7 +67,7 @@ class ReadBudget:
 
 def rest_after(run_seconds: float, share: float, max_wait: float) -> float:
     """Seconds to rest after a run before the next, so that while stores keep changing,
-    running takes at most `share` of the time: a pick-up has a fixed cost (about 0.6 s of a
+    running takes at most `share` of the time: a pick-up has a fixed cost (about 0.7 s of a
     core on the 1 GB bench archive, the catalog published and the changed files' chains made
     again), and an agent appending a line every few seconds woke a run each time, a quarter
     of a core for as long as the agent ran. Never more than `max_wait`, the longest a change
