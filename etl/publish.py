@@ -129,18 +129,21 @@ def publish(layout: Layout, state: duckdb.DuckDBPyConnection, run_id: int) -> No
     rows = {name: state.sql(f"select * from {name}").to_arrow_table() for name in STATE_TABLES}
 
     tmp = layout.db.with_name(f"{layout.db.name}.tmp-{os.getpid()}")
-    for leftover in (tmp, Path(f"{tmp}.wal")):
-        leftover.unlink(missing_ok=True)
+    _discard(tmp)
     outgoing = read_manifest(layout) or {}
     if not carry_forward(layout, outgoing, tmp, files, rows):
-        for leftover in (tmp, Path(f"{tmp}.wal")):
-            leftover.unlink(missing_ok=True)
+        _discard(tmp)
         _build(tmp, files, rows)
     make_private(tmp)
     base = keep_base(layout, tmp)
     keep_outgoing(layout, state, run_id, [f for paths in outgoing.get("files", {}).values() for f in paths])
     os.replace(tmp, layout.db)
     write_manifest(layout, run_id, files, base)
+
+
+def _discard(db: Path) -> None:
+    for leftover in (db, Path(f"{db}.wal")):
+        leftover.unlink(missing_ok=True)
 
 
 def _build(tmp: Path, files: dict[str, list[str]], rows: dict[str, pa.Table]) -> None:

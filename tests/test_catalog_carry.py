@@ -10,17 +10,11 @@ import duckdb
 import pytest
 
 from convarch import sql
-from convarch.adapters import claude_code
 from convarch.etl import publish
-from convarch.etl.ingest import ingest
 from convarch.etl.layout import Layout
 from convarch.etl.state import open_state
-from helpers import rows, scalar
+from helpers import rows, run, scalar
 from test_reliability import corpus
-
-
-def run(db: Path, root: Path):
-    return ingest(Layout(db), [(claude_code, claude_code.resolve_root(root))], workers=2)
 
 
 def append_turn(root: Path, k: int) -> None:
