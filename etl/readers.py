@@ -5,26 +5,46 @@ Parquet files that one names, so compaction's merged-away files used to wait a d
 (etl/compact.py RETIRED_GRACE) before they went. Under `watch`, a long session picked up every
 few seconds retires its whole chain each time: a day of that is gigabytes on disk.
 
-DuckDB holds a lock on a database file for as long as it has it open, read-only too, and Linux
-lists every lock with its file's device and inode in /proc/locks. Reading that list needs no
-open file: opening and closing the catalog to test a lock would drop every lock our own process
-holds on it (a notebook may run ingest from the process that reads the catalog). So publishing
-keeps a hard link to each catalog it replaces, beside the list of files it names; a later run
-drops the kept catalogs no process holds, and a merged-away file that no held catalog names can
-go at once. Where /proc/locks is missing, nothing is kept and the day's wait stands.
+DuckDB holds a POSIX lock on a database file for as long as it has it open, read-only too.
+Publishing keeps a hard link to each catalog it replaces, beside the list of files it names; a
+later run drops the kept catalogs no process holds, and a merged-away file that no held
+catalog names can go at once. Two ways to tell a catalog is held:
+
+- Linux lists every lock with its file's device and inode in /proc/locks; reading that list
+  opens no catalog.
+- Elsewhere (macOS, which has no /proc/locks), a catalog our own process has open is held (its
+  open files are listed in /dev/fd), and one it has not is asked with F_GETLK whether another
+  process holds a lock on it. The catalog has to be opened for that, and closing any file of an
+  inode drops every lock the closing process holds on it, so a catalog our process has open (a
+  notebook may run ingest from the process that reads the catalog) is never opened: it cannot
+  hold a lock on a file it has not open.
+
+Where neither can be done (another kernel's lock record, or F_GETLK failing), nothing is kept
+and the day's wait stands.
 """
 from __future__ import annotations
 
+import fcntl
+import functools
 import json
 import os
+import struct
+import sys
+import tempfile
 import time
 from pathlib import Path
+from typing import Callable
 
 import duckdb
 
 from convarch.etl.layout import Layout, make_private
 
 LOCKS = Path("/proc/locks")
+#: struct flock as the kernel lays it out, for F_GETLK where /proc/locks is missing: its
+#: fields in the order (type, whence, start, length, pid) are packed by `_FLOCK_ORDER`.
+#: Linux: short l_type, l_whence; off_t l_start, l_len; pid_t l_pid (and padding to 32 bytes).
+#: macOS: off_t l_start, l_len; pid_t l_pid; short l_type, l_whence.
+FLOCK = {"linux": "hhqqi4x", "darwin": "qqihh"}.get(sys.platform)
 #: The state setting naming the first run from which every replaced catalog was kept: files
 #: registered before it may be named by a catalog no one kept, and wait out the grace.
 KEPT_SINCE = "catalogs_kept_since_run"
@@ -35,7 +55,68 @@ def kept_dir(layout: Layout) -> Path:
 
 
 def can_tell() -> bool:
-    return LOCKS.is_file()
+    return LOCKS.is_file() or (FLOCK is not None and _getlk_works(FLOCK))
+
+
+@functools.lru_cache(maxsize=None)
+def _getlk_works(_layout: str) -> bool:
+    """Whether F_GETLK answers as this module reads it: on a file no one locks, "unlocked"."""
+    try:
+        with tempfile.NamedTemporaryFile() as f:
+            return not _locked_elsewhere(Path(f.name))
+    except (OSError, struct.error):
+        return False
+
+
+def _pack(kind: int) -> bytes:
+    if FLOCK.startswith("hh"):
+        return struct.pack(FLOCK, kind, os.SEEK_SET, 0, 0, 0)
+    return struct.pack(FLOCK, 0, 0, 0, kind, os.SEEK_SET)
+
+
+def _lock_type(record: bytes) -> int:
+    fields = struct.unpack(FLOCK, record)
+    return fields[0] if FLOCK.startswith("hh") else fields[3]
+
+
+def _locked_elsewhere(path: Path) -> bool:
+    """Whether another process holds a lock anywhere on the file: F_GETLK answers which lock
+    would stop ours, and a process's own locks never do. Raises OSError when it cannot be told."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return _lock_type(fcntl.fcntl(fd, fcntl.F_GETLK, _pack(fcntl.F_WRLCK))) != fcntl.F_UNLCK
+    finally:
+        os.close(fd)
+
+
+def _open_here() -> set[tuple[int, int]]:
+    """(device, inode) of every file this process has open."""
+    folder = "/proc/self/fd" if os.path.isdir("/proc/self/fd") else "/dev/fd"
+    here = set()
+    for name in os.listdir(folder):
+        try:
+            st = os.fstat(int(name))
+        except (OSError, ValueError):
+            continue            # the listing's own descriptor, closed by now
+        here.add((st.st_dev, st.st_ino))
+    return here
+
+
+def _holder() -> Callable[[Path, os.stat_result], bool]:
+    """A test of whether a process holds a catalog open, given its path and stat."""
+    if LOCKS.is_file():
+        locked = _locked()
+        return lambda _path, st: (os.major(st.st_dev), os.minor(st.st_dev), st.st_ino) in locked
+    here = _open_here()
+
+    def held(path: Path, st: os.stat_result) -> bool:
+        if (st.st_dev, st.st_ino) in here:
+            return True
+        try:
+            return _locked_elsewhere(path)
+        except OSError:
+            return True         # kept: its files wait out the day's grace
+    return held
 
 
 def _locked() -> set[tuple[int, int, int]]:
@@ -81,7 +162,7 @@ def _kept(layout: Layout) -> list[tuple[Path, Path, bool | None]]:
     folder = kept_dir(layout)
     if not folder.is_dir():
         return []
-    locked = _locked()
+    held = _holder()
     kept = []
     for listing in sorted(folder.glob("*.json")):
         link = listing.with_suffix(".duckdb")
@@ -90,7 +171,7 @@ def _kept(layout: Layout) -> list[tuple[Path, Path, bool | None]]:
         except FileNotFoundError:
             kept.append((listing, link, None))
             continue
-        kept.append((listing, link, (os.major(st.st_dev), os.minor(st.st_dev), st.st_ino) in locked))
+        kept.append((listing, link, held(link, st)))
     return kept
 
 

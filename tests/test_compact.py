@@ -63,11 +63,13 @@ def test_merged_lake_reads_exactly_like_the_unmerged_one(tmp_path, monkeypatch, 
 
 
 def test_retired_files_wait_out_the_grace_then_go(tmp_path, monkeypatch, small_batches):
-    """Where no one can tell which catalogs a reader holds (no /proc/locks)."""
+    """Where no one can tell which catalogs a reader holds (no /proc/locks, no F_GETLK)."""
     root = tmp_path / "home" / ".claude"
     corpus(root / "projects", files=12, seed=5)
     monkeypatch.setattr(compact, "SMALL_FILES", 3)
     monkeypatch.setattr(readers, "LOCKS", tmp_path / "no-proc-locks")
+    monkeypatch.setattr(readers, "FLOCK", None)
+    assert not readers.can_tell()
     db = tmp_path / "w" / "w.duckdb"
     run(db, root)
     for k in range(1, 6):          # each append run adds a small file per partition it touches
@@ -442,8 +444,22 @@ def test_files_of_superseded_rows_go_worst_first_within_the_budget(monkeypatch):
     assert [p.table for p in compact.plan(state, [], huge)] == ["records"]
 
 
-@pytest.mark.skipif(not readers.can_tell(), reason="no /proc/locks on this system")
-def test_retired_files_go_once_no_reader_holds_a_catalog_that_names_them(tmp_path, monkeypatch, small_batches):
+@pytest.fixture(params=["proc-locks", "getlk"])
+def lock_view(request, tmp_path, monkeypatch):
+    """Each way a run tells who holds a catalog: /proc/locks (Linux), and where it is missing
+    (macOS) this process's open files and F_GETLK."""
+    if request.param == "proc-locks":
+        if not readers.LOCKS.is_file():
+            pytest.skip("no /proc/locks on this system")
+    else:
+        monkeypatch.setattr(readers, "LOCKS", tmp_path / "no-proc-locks")
+        if not readers.can_tell():
+            pytest.skip("F_GETLK is not read on this system")
+    return request.param
+
+
+def test_retired_files_go_once_no_reader_holds_a_catalog_that_names_them(tmp_path, monkeypatch, small_batches,
+                                                                          lock_view):
     """A notebook holding an older catalog keeps every file it names, however many runs go by;
     once it lets go, the next run deletes them without waiting out the grace."""
     import duckdb
@@ -488,3 +504,80 @@ def test_retired_files_go_once_no_reader_holds_a_catalog_that_names_them(tmp_pat
     assert usage["merged_away_files"] == len(lake_files(db) - listed(db))
     every = {f for paths in read_manifest(Layout(db))["files"].values() for f in paths}     # seeds too
     assert usage["listed_bytes"] == sum(os.path.getsize(f) for f in every)
+
+
+def test_a_reader_in_another_process_keeps_the_files_its_catalog_names(tmp_path, monkeypatch, small_batches,
+                                                                      lock_view):
+    """A notebook in its own process, holding the catalog of an earlier run, keeps what that
+    catalog names past a merge; once it exits, the next run deletes them."""
+    import subprocess
+    import sys
+
+    root = tmp_path / "home" / ".claude"
+    corpus(root / "projects", files=12, seed=5)
+    monkeypatch.setattr(compact, "SMALL_FILES", 3)
+    db = tmp_path / "w" / "w.duckdb"
+    run(db, root)
+    names = listed(db)
+    notebook = subprocess.Popen(
+        [sys.executable, "-c",
+         "import duckdb, sys;"
+         f"c = duckdb.connect({str(db)!r}, read_only=True);"
+         "print(c.execute('select count(*) from stg_records').fetchone()[0], flush=True);"
+         "sys.stdin.readline();"
+         "print(c.execute('select count(*) from stg_records').fetchone()[0], flush=True)"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        first = notebook.stdout.readline().strip()
+        assert first.isdigit(), notebook.stderr.read()
+        for k in range(1, 8):
+            append_turn(root, k)
+            run(db, root)
+            if names - listed(db):
+                break
+        retired = names - listed(db)
+        assert retired, "seven append runs merged none of the first run's files"
+        append_turn(root, 50)
+        run(db, root)               # a run after the merge looks at the locks, and keeps them
+        assert retired <= lake_files(db), "a file the other process's catalog names went"
+        notebook.stdin.write("\n")
+        notebook.stdin.flush()
+        assert notebook.stdout.readline().strip() == first, notebook.stderr.read()
+    finally:
+        notebook.kill()
+        notebook.wait()
+    append_turn(root, 51)
+    run(db, root)
+    assert not (retired & lake_files(db)), "files no reader holds waited for the grace"
+    assert lake_files(db) >= listed(db)
+
+
+def test_getlk_sees_a_lock_of_another_process_and_never_our_own(tmp_path):
+    import subprocess
+    import sys
+
+    import duckdb
+
+    if readers.FLOCK is None:
+        pytest.skip("F_GETLK is not read on this system")
+    db = tmp_path / "c.duckdb"
+    duckdb.connect(str(db)).close()
+    assert readers._locked_elsewhere(db) is False
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         f"import duckdb, sys; c = duckdb.connect({str(db)!r}, read_only=True); print('open', flush=True);"
+         "sys.stdin.readline()"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "open"
+        assert readers._locked_elsewhere(db) is True
+    finally:
+        holder.kill()
+        holder.wait()
+    assert readers._locked_elsewhere(db) is False
+    mine = duckdb.connect(str(db), read_only=True)
+    st = db.stat()
+    assert readers._locked_elsewhere(db) is False            # our own lock never stops ours
+    assert (st.st_dev, st.st_ino) in readers._open_here()    # so it is told by the open file
+    mine.close()
+    assert (st.st_dev, st.st_ino) not in readers._open_here()
