@@ -1,7 +1,11 @@
 """Small builders for Claude Code records used across tests."""
 from __future__ import annotations
 
+import subprocess
+import sys
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from convarch import connect
@@ -57,3 +61,39 @@ def rows(db: Path, query: str, params=None) -> list[tuple]:
         return con.execute(query, params or []).fetchall()
     finally:
         con.close()
+
+
+class OtherReader:
+    """A plain DuckDB client in another process, holding a warehouse open read-only: it
+    counts stg_records once when it opens and once more when asked, over the same connection."""
+
+    def __init__(self, proc: subprocess.Popen) -> None:
+        self.proc = proc
+        self.answered = 0
+
+    def count(self) -> str:
+        if self.answered:
+            self.proc.stdin.write("\n")
+            self.proc.stdin.flush()
+        got = self.proc.stdout.readline().strip()
+        assert got.isdigit(), self.proc.stderr.read()
+        self.answered += 1
+        return got
+
+
+@contextmanager
+def reader_in_another_process(db: Path) -> Iterator[OtherReader]:
+    proc = subprocess.Popen(
+        [sys.executable, "-c",
+         "import duckdb, sys;"
+         f"c = duckdb.connect({str(db)!r}, read_only=True);"
+         "q = 'select count(*) from stg_records';"
+         "print(c.execute(q).fetchone()[0], flush=True);"
+         "sys.stdin.readline();"
+         "print(c.execute(q).fetchone()[0], flush=True)"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        yield OtherReader(proc)
+    finally:
+        proc.kill()
+        proc.wait()

@@ -15,7 +15,7 @@ from convarch.etl import partfiles, readers, superseded
 from convarch.etl.ingest import ingest
 from convarch.etl.layout import Layout
 from convarch.etl.manifest import read_manifest
-from helpers import scalar
+from helpers import reader_in_another_process, scalar
 from test_parallel_load import snapshot_of
 from test_reliability import corpus
 
@@ -510,26 +510,14 @@ def test_a_reader_in_another_process_keeps_the_files_its_catalog_names(tmp_path,
                                                                       lock_view):
     """A notebook in its own process, holding the catalog of an earlier run, keeps what that
     catalog names past a merge; once it exits, the next run deletes them."""
-    import subprocess
-    import sys
-
     root = tmp_path / "home" / ".claude"
     corpus(root / "projects", files=12, seed=5)
     monkeypatch.setattr(compact, "SMALL_FILES", 3)
     db = tmp_path / "w" / "w.duckdb"
     run(db, root)
     names = listed(db)
-    notebook = subprocess.Popen(
-        [sys.executable, "-c",
-         "import duckdb, sys;"
-         f"c = duckdb.connect({str(db)!r}, read_only=True);"
-         "print(c.execute('select count(*) from stg_records').fetchone()[0], flush=True);"
-         "sys.stdin.readline();"
-         "print(c.execute('select count(*) from stg_records').fetchone()[0], flush=True)"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        first = notebook.stdout.readline().strip()
-        assert first.isdigit(), notebook.stderr.read()
+    with reader_in_another_process(db) as notebook:
+        first = notebook.count()
         for k in range(1, 8):
             append_turn(root, k)
             run(db, root)
@@ -540,12 +528,7 @@ def test_a_reader_in_another_process_keeps_the_files_its_catalog_names(tmp_path,
         append_turn(root, 50)
         run(db, root)               # a run after the merge looks at the locks, and keeps them
         assert retired <= lake_files(db), "a file the other process's catalog names went"
-        notebook.stdin.write("\n")
-        notebook.stdin.flush()
-        assert notebook.stdout.readline().strip() == first, notebook.stderr.read()
-    finally:
-        notebook.kill()
-        notebook.wait()
+        assert notebook.count() == first
     append_turn(root, 51)
     run(db, root)
     assert not (retired & lake_files(db)), "files no reader holds waited for the grace"

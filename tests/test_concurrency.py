@@ -13,7 +13,7 @@ from convarch.etl.errors import Busy
 from convarch.etl.layout import Layout
 from convarch.etl.state import open_state
 from conftest import write_jsonl
-from helpers import assistant, run, user
+from helpers import assistant, reader_in_another_process, run, user
 
 
 def _store(tmp_path, n):
@@ -32,27 +32,13 @@ def test_open_reader_does_not_block_ingest_and_sees_a_whole_state(tmp_path):
     run(db, root)
     reader = connect(db)                       # a notebook holding the warehouse open
     assert reader.execute("select count(*) from stg_records").fetchone()[0] == 5
-    # and a plain DuckDB client in another process, holding the file open read-only
-    client = subprocess.Popen(
-        [sys.executable, "-c",
-         "import duckdb, sys;"
-         f"c = duckdb.connect({str(db)!r}, read_only=True);"
-         "q = 'select count(*) from stg_records';"
-         "print(c.execute(q).fetchone()[0], flush=True); sys.stdin.readline();"
-         "print(c.execute(q).fetchone()[0], flush=True)"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        assert client.stdout.readline().strip() == "5"
+    with reader_in_another_process(db) as client:    # and a plain DuckDB client in another process
+        assert client.count() == "5"
         write_jsonl(root / "projects" / "-w" / "s2.jsonl",
                     [user("x", None, "another", "2026-05-02T10:00:00.000Z", "s2")])
         summary = run(db, root)                 # ingest while both readers hold the warehouse
         assert summary.records_added == 1
-        client.stdin.write("\n")
-        client.stdin.flush()
-        assert client.stdout.readline().strip() == "5", client.stderr.read()
-    finally:
-        client.kill()
-        client.wait()
+        assert client.count() == "5"
     # the held connection still works and still sees the state it opened
     assert reader.execute("select count(*) from stg_records").fetchone()[0] == 5
     reader.close()
