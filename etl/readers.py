@@ -8,19 +8,18 @@ few seconds retires its whole chain each time: a day of that is gigabytes on dis
 DuckDB holds a POSIX lock on a database file for as long as it has it open, read-only too.
 Publishing keeps a hard link to each catalog it replaces, beside the list of files it names; a
 later run drops the kept catalogs no process holds, and a merged-away file that no held
-catalog names can go at once. Two ways to tell a catalog is held:
+catalog names can go at once.
 
-- Linux lists every lock with its file's device and inode in /proc/locks; reading that list
-  opens no catalog.
-- Elsewhere (macOS, which has no /proc/locks), a catalog our own process has open is held (its
-  open files are listed in /dev/fd), and one it has not is asked with F_GETLK whether another
-  process holds a lock on it. The catalog has to be opened for that, and closing any file of an
-  inode drops every lock the closing process holds on it, so a catalog our process has open (a
-  notebook may run ingest from the process that reads the catalog) is never opened: it cannot
-  hold a lock on a file it has not open.
+A kept catalog our own process has open is held: its open files are listed in /proc/self/fd
+(/dev/fd on macOS), and a notebook may run ingest from the process that reads the catalog.
+Any other is opened and asked with F_GETLK whether another process holds a lock on it. It is
+opened only then, since closing any file of an inode drops every lock the closing process
+holds on it, and a process holds no lock on a file it has not open. No one opens a kept
+catalog anew: the published catalog is never among them, only those it replaced.
 
-Where neither can be done (another kernel's lock record, or F_GETLK failing), nothing is kept
-and the day's wait stands.
+Where the kernel's lock record is laid out in a way this module does not know (FLOCK), Linux's
+list of every lock in /proc/locks tells it instead; where neither is there, nothing is kept and
+the day's wait stands.
 """
 from __future__ import annotations
 
@@ -40,8 +39,7 @@ import duckdb
 from convarch.etl.layout import Layout, make_private
 
 LOCKS = Path("/proc/locks")
-#: struct flock as the kernel lays it out, for F_GETLK where /proc/locks is missing: its
-#: fields in the order (type, whence, start, length, pid) are packed by `_FLOCK_ORDER`.
+#: struct flock as the kernel lays it out, for F_GETLK.
 #: Linux: short l_type, l_whence; off_t l_start, l_len; pid_t l_pid (and padding to 32 bytes).
 #: macOS: off_t l_start, l_len; pid_t l_pid; short l_type, l_whence.
 FLOCK = {"linux": "hhqqi4x", "darwin": "qqihh"}.get(sys.platform)
@@ -104,19 +102,19 @@ def _open_here() -> set[tuple[int, int]]:
 
 def _holder() -> Callable[[Path, os.stat_result], bool]:
     """A test of whether a process holds a catalog open, given its path and stat."""
-    if LOCKS.is_file():
-        locked = _locked()
-        return lambda _path, st: (os.major(st.st_dev), os.minor(st.st_dev), st.st_ino) in locked
-    here = _open_here()
+    if FLOCK is not None and _getlk_works(FLOCK):
+        here = _open_here()
 
-    def held(path: Path, st: os.stat_result) -> bool:
-        if (st.st_dev, st.st_ino) in here:
-            return True
-        try:
-            return _locked_elsewhere(path)
-        except OSError:
-            return True         # kept: its files wait out the day's grace
-    return held
+        def held(path: Path, st: os.stat_result) -> bool:
+            if (st.st_dev, st.st_ino) in here:
+                return True
+            try:
+                return _locked_elsewhere(path)
+            except OSError:
+                return True         # kept: its files wait out the day's grace
+        return held
+    locked = _locked()
+    return lambda _path, st: (os.major(st.st_dev), os.minor(st.st_dev), st.st_ino) in locked
 
 
 def _locked() -> set[tuple[int, int, int]]:

@@ -444,17 +444,17 @@ def test_files_of_superseded_rows_go_worst_first_within_the_budget(monkeypatch):
     assert [p.table for p in compact.plan(state, [], huge)] == ["records"]
 
 
-@pytest.fixture(params=["proc-locks", "getlk"])
-def lock_view(request, tmp_path, monkeypatch):
-    """Each way a run tells who holds a catalog: /proc/locks (Linux), and where it is missing
-    (macOS) this process's open files and F_GETLK."""
-    if request.param == "proc-locks":
-        if not readers.LOCKS.is_file():
-            pytest.skip("no /proc/locks on this system")
-    else:
-        monkeypatch.setattr(readers, "LOCKS", tmp_path / "no-proc-locks")
-        if not readers.can_tell():
+@pytest.fixture(params=["getlk", "proc-locks"])
+def lock_view(request, monkeypatch):
+    """Each way a run tells who holds a catalog: this process's open files and F_GETLK, and
+    where the kernel's lock record is not known, /proc/locks (Linux)."""
+    if request.param == "getlk":
+        if readers.FLOCK is None or not readers._getlk_works(readers.FLOCK):
             pytest.skip("F_GETLK is not read on this system")
+    else:
+        monkeypatch.setattr(readers, "FLOCK", None)
+        if not readers.can_tell():
+            pytest.skip("no /proc/locks on this system")
     return request.param
 
 
