@@ -234,7 +234,9 @@ def _plan(targets, known, summary: Summary) -> tuple[list[Planned], list[int]]:
 def _classify(sf: SourceFile, st: snap.FileStat, prev: dict | None) -> Planned:
     if prev is None:
         return Planned(sf, st, None, "new", 0)
-    if (st.inode, st.size, st.mtime_ns) == (prev["inode"], prev["size"], prev["mtime_ns"]) and not prev["gone"]:
+    same_version = st.version is None or prev.get("data_version") is None or st.version == prev["data_version"]
+    if (st.inode, st.size, st.mtime_ns) == (prev["inode"], prev["size"], prev["mtime_ns"]) and same_version \
+            and not prev["gone"]:
         return Planned(sf, st, prev, "touched" if prev.get("moved_from") else "unchanged", prev["offset"])
     if sf.container != "jsonl":
         return Planned(sf, st, prev, "rewrite", 0)
@@ -312,7 +314,8 @@ def _commit(state, run_id, written, updates, touched, gone, summary: Summary, t0
             summary.records_added += added
             summary.quarantined += quarantined
             row = {"file_id": u["file_id"], "source": u["source"], "path": u["path"], "dev": st.dev, "inode": st.inode,
-                   "size": u["size"], "mtime_ns": st.mtime_ns, "offset": u["offset"], "head_len": u["head_len"],
+                   "size": u["size"], "mtime_ns": st.mtime_ns, "data_version": st.version,
+                   "offset": u["offset"], "head_len": u["head_len"],
                    "head_hash": u["head_hash"], "epoch": u["epoch"], "tail_bytes": u["tail_bytes"],
                    "lines_read": u["lines_read"], "records": added, "quarantined": quarantined,
                    "lines_hash": u["lines_hash"]}
@@ -335,7 +338,7 @@ def _commit(state, run_id, written, updates, touched, gone, summary: Summary, t0
             state.register("changed_files", pa.Table.from_pylist(changed))
             state.execute(
                 "update source_files as f set path = c.path, dev = c.dev, inode = c.inode, size = c.size, "
-                "mtime_ns = c.mtime_ns, \"offset\" = c.\"offset\", head_len = c.head_len, head_hash = c.head_hash, "
+                "mtime_ns = c.mtime_ns, data_version = c.data_version, \"offset\" = c.\"offset\", head_len = c.head_len, head_hash = c.head_hash, "
                 "epoch = c.epoch, tail_bytes = c.tail_bytes, lines_read = c.lines_read, lines_hash = c.lines_hash, "
                 "records = (case when c.reset then 0 else f.records end) + c.records, "
                 "quarantined = (case when c.reset_quarantined then 0 else f.quarantined end) + c.quarantined, "
@@ -348,10 +351,11 @@ def _commit(state, run_id, written, updates, touched, gone, summary: Summary, t0
         if touched:
             state.register("touched_files", pa.Table.from_pylist([
                 {"file_id": p.prev["file_id"], "path": str(p.file.path), "dev": p.stat.dev, "inode": p.stat.inode,
-                 "size": p.stat.size, "mtime_ns": p.stat.mtime_ns} for p in touched]))
+                 "size": p.stat.size, "mtime_ns": p.stat.mtime_ns, "data_version": p.stat.version} for p in touched]))
             state.execute(
                 "update source_files as f set path = t.path, dev = t.dev, inode = t.inode, size = t.size, "
-                "mtime_ns = t.mtime_ns, gone = false from touched_files as t where f.file_id = t.file_id")
+                "mtime_ns = t.mtime_ns, data_version = coalesce(t.data_version, f.data_version), gone = false "
+                "from touched_files as t where f.file_id = t.file_id")
             state.unregister("touched_files")
         for p in touched:
             if p.regrouped is not None:

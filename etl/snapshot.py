@@ -30,6 +30,8 @@ class FileStat:
     inode: int
     size: int
     mtime_ns: int
+    #: a SQLite database's own marks of change (data_version); None for other files
+    version: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,8 +244,9 @@ SQLITE_SIDECARS = ("-wal", "-journal")
 
 
 def stat_family(path: Path) -> FileStat:
-    """The stat of a SQLite database and its sidecars folded into one: a commit that only
-    reached the -wal still counts as a change."""
+    """The stat of a SQLite database and its sidecars folded into one, with the database's own
+    marks of change: a commit that only reached the -wal still counts as a change, and so does
+    one that left every size and time as they were."""
     main = stat_source(path)
     size, mtime = main.size, main.mtime_ns
     for suffix in SQLITE_SIDECARS:
@@ -254,7 +257,34 @@ def stat_family(path: Path) -> FileStat:
         if stat.S_ISREG(st.st_mode):
             size += st.st_size
             mtime = max(mtime, st.st_mtime_ns)
-    return FileStat(main.dev, main.inode, size, mtime)
+    return FileStat(main.dev, main.inode, size, mtime, data_version(path))
+
+
+#: Where SQLite marks a change in each file of a database, (offset, length): the database
+#: header's file change counter, which every commit in rollback-journal mode raises, and the
+#: -wal header's checkpoint sequence and salts, new each time the -wal starts over from its
+#: first frame (and may then keep its size). A file's time alone misses a commit that keeps
+#: its size: the kernel stamps times from a clock that ticks every few milliseconds (some file
+#: systems keep whole seconds), and two commits inside one tick leave the same time.
+CHANGE_MARKS = {"": (24, 4), "-wal": (12, 12)}
+
+
+def data_version(path: Path) -> str:
+    """The database's change marks (CHANGE_MARKS) as hex, read from the live files without
+    SQLite: "" for a file too short to hold them."""
+    return ".".join(_mark(f"{path}{suffix}", *where) for suffix, where in CHANGE_MARKS.items())
+
+
+def _mark(path: str, offset: int, length: int) -> str:
+    try:
+        fd = _open_readonly(Path(path))
+    except (FileNotFoundError, NotRegularFile):
+        return ""
+    try:
+        got = os.pread(fd, length, offset)
+    finally:
+        os.close(fd)
+    return got.hex() if len(got) == length else ""
 
 
 def _copy_file(src: str, dst: Path) -> None:
@@ -299,7 +329,7 @@ def snapshot_sqlite(path: Path, dest_dir: Path, attempts: int = 5) -> Path:
     raise OSError(f"{path}: kept changing while it was copied ({attempts} attempts); try again")
 
 
-def _family_stats(path: Path) -> dict[str, tuple[int, int, int]]:
+def _family_stats(path: Path) -> dict[str, tuple[int, int, int, str]]:
     out = {}
     for suffix in ("",) + SQLITE_SIDECARS:
         p = f"{path}{suffix}"
@@ -308,7 +338,8 @@ def _family_stats(path: Path) -> dict[str, tuple[int, int, int]]:
         except FileNotFoundError:
             continue
         if suffix == "" or stat.S_ISREG(st.st_mode):
-            out[p] = (st.st_ino, st.st_size, st.st_mtime_ns)
+            mark = CHANGE_MARKS.get(suffix)
+            out[p] = (st.st_ino, st.st_size, st.st_mtime_ns, _mark(p, *mark) if mark else "")
     return out
 
 

@@ -152,3 +152,71 @@ def test_a_whole_file_copy_is_the_same_however_the_bytes_are_copied(tmp_path, mo
     assert calls == {"copy_file_range": [], "sendfile": ["refused"], "neither": ["refused"] * 2,
                      "cut short": ["short"], "grew": []}[kernel]
     assert oct(os.stat(tmp_path / "copy").st_mode & 0o777) == "0o600"
+
+
+def _same_size_store(path, journal_mode="delete"):
+    """A database whose rows can change in place without changing its size."""
+    con = sqlite3.connect(path, isolation_level=None)
+    con.execute(f"pragma journal_mode={journal_mode}")
+    con.execute("create table t (k integer primary key, v text)")
+    con.executemany("insert into t values (?, ?)", [(i, "a" * 40) for i in range(200)])
+    return con
+
+
+def _keep_time(path, st):
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
+def test_a_commit_that_keeps_size_and_time_still_changes_the_family_stat(tmp_path):
+    """Two commits inside one tick of the clock that stamps file times leave the same time:
+    the database's own change counter tells them apart."""
+    db = tmp_path / "store.db"
+    con = _same_size_store(db)
+    before = snap.stat_family(db)
+    st = db.stat()
+    con.execute("update t set v = ? where k = 7", ("b" * 40,))
+    _keep_time(db, st)
+    after = snap.stat_family(db)
+    assert (after.size, after.mtime_ns) == (before.size, before.mtime_ns)
+    assert after != before and after.version != before.version
+
+
+def test_a_wal_that_starts_over_at_the_same_size_still_changes_the_family_stat(tmp_path):
+    db = tmp_path / "store.db"
+    con = _same_size_store(db, "wal")
+    con.execute("pragma wal_autocheckpoint = 0")
+    con.execute("update t set v = ? where k = 1", ("c" * 40,))
+    con.execute("pragma wal_checkpoint(passive)")       # the -wal is kept, to start over
+    before = snap.stat_family(db)
+    wal = tmp_path / "store.db-wal"
+    st_db, st_wal = db.stat(), wal.stat()
+    con.execute("update t set v = ? where k = 2", ("d" * 40,))   # the same frames, over again
+    _keep_time(db, st_db)
+    _keep_time(wal, st_wal)
+    after = snap.stat_family(db)
+    assert (after.size, after.mtime_ns) == (before.size, before.mtime_ns)
+    assert after != before
+
+
+def test_a_commit_during_the_copy_that_keeps_size_and_time_is_copied_again(tmp_path, monkeypatch):
+    """Pages written while the database was copied would make a torn copy: the copy is taken
+    again, and holds the commit."""
+    db = tmp_path / "store.db"
+    con = _same_size_store(db)
+    real = snap._copy_file
+    writes = []
+
+    def copy_then_commit(src, dst):
+        real(src, dst)
+        if not writes:
+            st = db.stat()
+            con.execute("update t set v = ? where k = 3", ("e" * 40,))
+            _keep_time(db, st)
+            writes.append(1)
+
+    monkeypatch.setattr(snap, "_copy_file", copy_then_commit)
+    out = tmp_path / "snap"
+    out.mkdir()
+    copy = snap.snapshot_sqlite(db, out)
+    got = sqlite3.connect(f"file:{copy}?mode=ro", uri=True).execute("select v from t where k = 3").fetchone()[0]
+    assert got == "e" * 40

@@ -524,6 +524,35 @@ def test_an_old_session_renamed_loads_its_own_row_alone(tmp_path, name, db_path,
     same_as_fresh(db, adapter, root, tmp_path / "fresh", numbered=False)
 
 
+def test_a_database_changed_in_place_inside_one_tick_of_its_time_is_read_again(tmp_path):
+    """A commit that keeps the database's size, made inside the tick of the clock that stamped
+    its time at the last read, leaves size and time as they were: SQLite's own change counter
+    (etl/snapshot.py data_version) tells the run to read it again."""
+    import sqlite3
+
+    name, db_path, rename = RENAMES[0]
+    adapter = adapters.get(name)
+    root = tmp_path / name
+    shutil.copytree(REPO / "fixtures" / name / "contract", root,
+                    ignore=shutil.ignore_patterns("build_contract*", "README*"))
+    db = tmp_path / "w" / "convarch.duckdb"
+    run(db, adapter, root)
+    store = root / db_path
+    st = store.stat()
+    con = sqlite3.connect(store)
+    assert con.execute("pragma journal_mode").fetchone()[0] == "delete"
+    assert con.execute(rename).rowcount == 1
+    con.commit()
+    con.close()
+    os.utime(store, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert (store.stat().st_size, store.stat().st_mtime_ns) == (st.st_size, st.st_mtime_ns)
+    again = run(db, adapter, root)
+    assert again.records_added == 1, again
+    assert "Renamed" in {t for (t,) in rows(db, "select source_title from int_session_metadata")}
+    assert run(db, adapter, root).files_changed == 0          # and read once, not at every run
+    same_as_fresh(db, adapter, root, tmp_path / "fresh", numbered=False)
+
+
 @pytest.mark.parametrize("name, db_path", [("goose", "sessions/sessions.db"), ("openclaw", "agents/main/agent/openclaw-agent.sqlite")])
 def test_a_database_loaded_in_the_order_before_reads_like_a_fresh_load_after_it(tmp_path, monkeypatch, name, db_path):
     """A warehouse that loaded a database's tables one after the other (as before they were
