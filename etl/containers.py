@@ -21,6 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from convarch.adapters.base import Group, SourceFile, Unchecked, checked_line
+from convarch.etl import settled
 from convarch.etl import snapshot as snap
 from convarch.etl.lines import chunk_bytes
 
@@ -326,12 +327,22 @@ class WholeStream:
 
 def _copy(file: SourceFile, workdir: Path) -> tuple[Path, int]:
     """The container copied into `workdir` (a SQLite database with its -wal and -journal), and
-    the bytes of the original read."""
+    the bytes of the original read.
+
+    A JSON document or log written in the last few seconds that does not end as one does may
+    be half written (an agent that truncates its file and writes it out again, or is writing
+    its last line): it is not read this run (settled.StillWriting), where it would have lost
+    its lines until the next run, or had its torn tail quarantined and what follows loaded
+    again. Older, it is read as it is, its complete elements loaded and the rest quarantined."""
     if file.container == "sqlite":
         copy = snap.snapshot_sqlite(file.path, workdir)
         return copy, sum(f.stat().st_size for f in workdir.iterdir())
     copy = workdir / file.path.name
-    return copy, snap.copy_whole(file.path, copy)
+    size, st = snap.copy_whole(file.path, copy)
+    if file.container == "json" and settled.being_written(st) and not settled.looks_whole(copy):
+        raise settled.StillWriting(f"does not end as a whole {copy.suffix[1:]} file {settled.written_ago(st)} after "
+                                   "its last write; read again next run")
+    return copy, size
 
 
 def _lines(file: SourceFile, copy: Path, digest: LinesDigest, unchecked: bool = False):

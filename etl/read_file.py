@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from convarch.adapters.base import SourceFile
 from convarch.etl import live_lines as live
 from convarch.etl import snapshot as snap
+from convarch.etl.settled import StillWriting
 from convarch.etl.containers import HASH_KIND, WholeStream, makes_lines, snapshot_whole
 from convarch.etl.lines import split_chunks, split_snapshot
 from convarch.etl.load import BatchWriter, FileContext
@@ -46,6 +47,8 @@ class Planned:
 def reason(exc: BaseException) -> str:
     if isinstance(exc, snap.NotRegularFile):
         return "not a regular file (symlink, FIFO or device): not read"
+    if isinstance(exc, StillWriting):
+        return f"being written: {exc}"
     return f"cannot read: {exc.strerror or exc}" if isinstance(exc, OSError) else str(exc)
 
 

@@ -13,8 +13,11 @@ import json
 import os
 import stat
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from convarch.etl.settled import COPY_ATTEMPTS, StillWriting, being_written, same_file, written_ago
 
 HEAD_LEN = 4096
 CHUNK = 1 << 20
@@ -94,18 +97,17 @@ def snapshot_document(path: Path, dest: Path, limit: int = 64 << 20) -> Snapshot
     """Copy a whole JSON document as one line (compacted), so it loads as a single record.
 
     A document that does not parse is copied with its newlines blanked; it then fails to parse
-    again downstream and is quarantined with its bytes.
+    again downstream and is quarantined with its bytes, unless it was written so recently that
+    it may be half written (StillWriting).
     """
-    fd = _open_readonly(path)
-    try:
-        size = os.fstat(fd).st_size
-        data = os.pread(fd, min(size, limit), 0)
-    finally:
-        os.close(fd)
+    data, st = _read_settled(path, limit)
     try:
         value = json.loads(data)
         line = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-    except (ValueError, RecursionError):
+    except (ValueError, RecursionError) as exc:
+        if being_written(st):
+            raise StillWriting(f"does not parse as JSON {written_ago(st)} after its last write; "
+                               f"read again next run ({exc})") from None
         line = data.replace(b"\r", b" ").replace(b"\n", b" ")
     out = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
@@ -114,6 +116,21 @@ def snapshot_document(path: Path, dest: Path, limit: int = 64 << 20) -> Snapshot
         os.close(out)
     head_len = min(HEAD_LEN, len(data))
     return Snapshot(dest, 0, len(data), len(data), head_len, _hash(data[:head_len]))
+
+
+def _read_settled(path: Path, limit: int) -> tuple[bytes, os.stat_result]:
+    """A file's bytes (up to `limit`) as they were while its stat stayed the same."""
+    for attempt in range(COPY_ATTEMPTS):
+        fd = _open_readonly(path)
+        try:
+            st = os.fstat(fd)
+            data = os.pread(fd, min(st.st_size, limit), 0)
+            if same_file(st, os.fstat(fd)):
+                return data, st
+        finally:
+            os.close(fd)
+        time.sleep(0.02 * (attempt + 1))
+    raise StillWriting(f"kept changing while it was read ({COPY_ATTEMPTS} attempts); read again next run")
 
 
 def _is_json_object(data: bytes) -> bool:
@@ -307,7 +324,7 @@ def _copy_file(src: str, dst: Path) -> None:
         os.close(fd)
 
 
-def snapshot_sqlite(path: Path, dest_dir: Path, attempts: int = 5) -> Path:
+def snapshot_sqlite(path: Path, dest_dir: Path, attempts: int = COPY_ATTEMPTS) -> Path:
     """Copy a SQLite database with its -wal and -journal into `dest_dir` and return the copy.
 
     The live store is only ever read: no SQLite connection is opened on it (even a read-only
@@ -326,7 +343,7 @@ def snapshot_sqlite(path: Path, dest_dir: Path, attempts: int = 5) -> Path:
                 _copy_file(f"{path}{suffix}", target)
         if _family_stats(path) == before:
             return dest
-    raise OSError(f"{path}: kept changing while it was copied ({attempts} attempts); try again")
+    raise StillWriting(f"kept changing while it was copied ({attempts} attempts); read again next run")
 
 
 def _family_stats(path: Path) -> dict[str, tuple[int, int, int, str]]:
@@ -343,7 +360,14 @@ def _family_stats(path: Path) -> dict[str, tuple[int, int, int, str]]:
     return out
 
 
-def copy_whole(path: Path, dest: Path) -> int:
-    """A private copy of one file; returns its size."""
-    _copy_file(str(path), dest)
-    return dest.stat().st_size
+def copy_whole(path: Path, dest: Path) -> tuple[int, os.stat_result]:
+    """A private copy of one file, taken while its stat stayed the same (a writer at work
+    meanwhile costs another copy, never a torn one); returns its size and the stat."""
+    for attempt in range(COPY_ATTEMPTS):
+        before = os.stat(path, follow_symlinks=False)
+        _copy_file(str(path), dest)
+        after = os.stat(path, follow_symlinks=False)
+        if same_file(before, after):
+            return dest.stat().st_size, after
+        time.sleep(0.02 * (attempt + 1))
+    raise StillWriting(f"kept changing while it was copied ({COPY_ATTEMPTS} attempts); read again next run")

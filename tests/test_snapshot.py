@@ -9,6 +9,7 @@ import sys
 
 import pytest
 
+from convarch.etl import settled
 from convarch.etl import snapshot as snap
 from conftest import tree_fingerprint
 
@@ -220,3 +221,69 @@ def test_a_commit_during_the_copy_that_keeps_size_and_time_is_copied_again(tmp_p
     copy = snap.snapshot_sqlite(db, out)
     got = sqlite3.connect(f"file:{copy}?mode=ro", uri=True).execute("select v from t where k = 3").fetchone()[0]
     assert got == "e" * 40
+
+
+@pytest.mark.parametrize("name, text, whole", [
+    ("doc.json", b'{"a": [1, 2]}\n', True), ("doc.json", b'  [\n {"a": 1}\n]  \n', True),
+    ("doc.json", b'{"a": [1, 2', False), ("doc.json", b'[{"a": 1}, {"b": 2}', False),
+    ("doc.json", b'[{"a": 1}}', False), ("doc.json", b"", False), ("doc.json", b"   \n", False),
+    ("doc.json", b'{"a": 1]', False),
+    ("log.jsonl", b'{"a": 1}\n{"b": 2}\n', True), ("log.jsonl", b"", True), ("log.jsonl", b'{"a": 1}\n{"b"', False),
+    ("history.md", b"# aider chat started\n> half a li", True),
+])
+def test_a_file_cut_short_does_not_look_whole(tmp_path, name, text, whole):
+    path = tmp_path / name
+    path.write_bytes(text)
+    assert settled.looks_whole(path) is whole
+
+
+def test_a_file_is_being_written_only_inside_the_window(tmp_path, monkeypatch):
+    monkeypatch.setattr(settled, "WRITING_SECONDS", 5.0)
+    path = tmp_path / "doc.json"
+    path.write_bytes(b"{}")
+    now = path.stat().st_mtime_ns
+    st = path.stat()
+    assert settled.being_written(st, now + 1_000_000_000)
+    assert not settled.being_written(st, now + 6_000_000_000)
+    assert settled.being_written(st, now - 500_000_000)              # a clock a little behind
+    assert not settled.being_written(st, now - 60_000_000_000)       # a time far ahead is not held back
+    monkeypatch.setattr(settled, "WRITING_SECONDS", 0.0)
+    assert not settled.being_written(st, now)
+
+
+def test_a_whole_file_changing_while_copied_is_copied_again(tmp_path, monkeypatch):
+    src = tmp_path / "history.json"
+    src.write_bytes(b'[{"a": 1}]')
+    real = snap._copy_file
+    calls = []
+
+    def copy_then_write(s, d):
+        real(s, d)
+        calls.append(1)
+        if len(calls) == 1:
+            src.write_bytes(b'[{"a": 1}, {"b": 2}]')
+
+    monkeypatch.setattr(snap, "_copy_file", copy_then_write)
+    size, _ = snap.copy_whole(src, tmp_path / "copy")
+    assert len(calls) == 2 and (tmp_path / "copy").read_bytes() == src.read_bytes() and size == src.stat().st_size
+
+    def always_write(s, d):
+        real(s, d)
+        src.write_bytes(src.read_bytes() + b" ")
+
+    monkeypatch.setattr(snap, "_copy_file", always_write)
+    monkeypatch.setattr(snap.time, "sleep", lambda s: None)
+    with pytest.raises(settled.StillWriting, match="kept changing"):
+        snap.copy_whole(src, tmp_path / "copy2")
+
+
+def test_a_document_that_does_not_parse_waits_while_it_may_be_half_written(tmp_path, monkeypatch):
+    monkeypatch.setattr(settled, "WRITING_SECONDS", 5.0)
+    doc = tmp_path / "task.json"
+    doc.write_bytes(b'{"messages": [{"a": 1}, {"b"')
+    with pytest.raises(settled.StillWriting, match="does not parse"):
+        snap.snapshot_document(doc, tmp_path / "copy")
+    old = doc.stat().st_mtime - 60
+    os.utime(doc, (old, old))                  # left torn by a writer long gone: quarantined
+    s = snap.snapshot_document(doc, tmp_path / "copy")
+    assert (tmp_path / "copy").read_bytes() == b'{"messages": [{"a": 1}, {"b"\n' and s.size == doc.stat().st_size

@@ -101,6 +101,43 @@ def test_a_history_that_only_grew_loads_just_its_new_messages(tmp_path):
     same_as_fresh(db, cline, root, tmp_path)
 
 
+def test_a_history_caught_half_written_waits_for_the_next_run(tmp_path, monkeypatch):
+    """An extension writes its history by truncating the file and writing it out again. Read
+    between the two, the history used to lose its lines until the next run, or have its torn
+    tail quarantined and every message after the tear loaded again; now it is left for the
+    next run, and read then as if never caught."""
+    from convarch.etl import settled
+
+    monkeypatch.setattr(settled, "WRITING_SECONDS", 5.0)
+    root, api = cline_store(tmp_path)
+    whole = api.read_bytes()
+    db = tmp_path / "w" / "convarch.duckdb"
+    api.write_bytes(whole[: len(whole) // 3])     # read for the first time half written
+    s = run(db, cline, root)
+    assert (s.quarantined, s.files_skipped) == (0, 1) and "being written" in s.skipped[0][1], s
+    api.write_bytes(whole)
+    run(db, cline, root)
+    live = scalar(db, "select count(*) from stg_records where source_file = ?", [str(api)])
+    assert live == len(json.loads(whole))
+    for torn in (whole[: len(whole) // 2], b""):
+        api.write_bytes(torn)                  # caught between the truncate and the last write
+        s = run(db, cline, root)
+        assert (s.records_added, s.quarantined, s.files_skipped) == (0, 0, 1), s
+        assert "being written" in s.skipped[0][1]
+        assert scalar(db, "select count(*) from stg_records where source_file = ?", [str(api)]) == live
+    api.write_bytes(whole)
+    s = run(db, cline, root)
+    assert (s.records_added, s.quarantined, s.files_skipped) == (0, 0, 0), s
+    file_id = scalar(db, "select distinct file_id from stg_records where source_file = ?", [str(api)])
+    assert scalar(db, "select count(*) from lake_records where file_id = ?", [file_id]) == live
+    # a history left torn by a writer long gone is read as it is: its torn tail quarantined
+    api.write_bytes(whole[: len(whole) // 2])
+    old = api.stat().st_mtime - 60
+    os.utime(api, (old, old))
+    s = run(db, cline, root)
+    assert s.quarantined == 1 and s.files_skipped == 0, s
+
+
 def test_an_edited_message_keeps_the_lines_before_it_and_loads_the_rest_as_a_new_version(tmp_path):
     root, api = cline_store(tmp_path)
     db = tmp_path / "inc" / "convarch.duckdb"

@@ -1,0 +1,75 @@
+"""Whether a store an agent rewrites in place was caught while its writer was at work.
+
+A JSONL file is read up to its last complete line, and the rest waits for the next run. A
+store read whole has no such line to stop at: a copy made while the agent wrote it can be torn
+(pages of a database from before and after a commit, a JSON document cut where the writer had
+got to), and a JSON document is often written by truncating the file and writing it out again.
+Read then, a history lost its lines until the next run, or had its torn tail quarantined and
+every message after the tear loaded again. So a whole copy is taken only while the file's stat
+stays the same, and a document that does not look whole, written in the last few seconds, is
+left for the next run (etl/containers.py, etl/snapshot.py).
+"""
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from convarch.etl.snapshot import FileStat
+
+
+class StillWriting(OSError):
+    """A store caught while its writer was at work: not read this run, and read again at the
+    next, as a JSONL file's incomplete last line is."""
+
+
+#: Copies of a whole file made before one is taken as it was (its stat the same before and
+#: after), each after a short wait; a file still changing then is read at the next run.
+COPY_ATTEMPTS = 5
+#: A document that does not look whole and was written this recently may be half written: it
+#: is read at the next run, not quarantined. Older, it is read as it is: its complete elements
+#: load and the rest is quarantined with its bytes (a writer that died mid-write).
+WRITING_SECONDS = 5.0
+
+
+def being_written(st: os.stat_result | FileStat, now_ns: int | None = None) -> bool:
+    """Whether a file was written in the last WRITING_SECONDS (a time more than a second
+    ahead of the clock is not taken as recent, so a skewed clock never keeps a file back)."""
+    age = (time.time_ns() if now_ns is None else now_ns) - _mtime_ns(st)
+    return WRITING_SECONDS > 0 and -1e9 <= age < WRITING_SECONDS * 1e9
+
+
+def written_ago(st: os.stat_result | FileStat) -> str:
+    return f"{max(0.0, (time.time_ns() - _mtime_ns(st)) / 1e9):.1f} s"
+
+
+def _mtime_ns(st: os.stat_result | FileStat) -> int:
+    return st.st_mtime_ns if isinstance(st, os.stat_result) else st.mtime_ns
+
+
+def same_file(a: os.stat_result, b: os.stat_result) -> bool:
+    return (a.st_ino, a.st_size, a.st_mtime_ns) == (b.st_ino, b.st_size, b.st_mtime_ns)
+
+
+_PAIRS = {ord("{"): ord("}"), ord("["): ord("]")}
+_BLANK = b" \t\r\n"
+
+
+def looks_whole(path: Path, probe: int = 4096) -> bool:
+    """Whether a copy looks like what its writer finished, found without parsing it: a JSON
+    document (.json) begins with { or [ and ends with its match, and a log read whole (.jsonl)
+    is empty or ends with a newline; a write cut short almost never does (it ends where the
+    writer had got to). Files of other kinds (Aider's Markdown) are taken as they are."""
+    if path.suffix not in (".json", ".jsonl"):
+        return True
+    with open(path, "rb") as fh:
+        head = fh.read(probe).lstrip(_BLANK)
+        size = fh.seek(0, os.SEEK_END)
+        fh.seek(max(0, size - probe))
+        end = fh.read()
+    if path.suffix == ".jsonl":
+        return not end or end.endswith(b"\n")
+    tail = end.rstrip(_BLANK)
+    return bool(head) and bool(tail) and _PAIRS.get(head[0]) == tail[-1]
