@@ -338,8 +338,9 @@ def _commit(state, run_id, written, updates, touched, gone, summary: Summary, t0
             state.register("changed_files", pa.Table.from_pylist(changed))
             state.execute(
                 "update source_files as f set path = c.path, dev = c.dev, inode = c.inode, size = c.size, "
-                "mtime_ns = c.mtime_ns, data_version = c.data_version, \"offset\" = c.\"offset\", head_len = c.head_len, head_hash = c.head_hash, "
-                "epoch = c.epoch, tail_bytes = c.tail_bytes, lines_read = c.lines_read, lines_hash = c.lines_hash, "
+                "mtime_ns = c.mtime_ns, data_version = c.data_version, \"offset\" = c.\"offset\", "
+                "head_len = c.head_len, head_hash = c.head_hash, epoch = c.epoch, tail_bytes = c.tail_bytes, "
+                "lines_read = c.lines_read, lines_hash = c.lines_hash, "
                 "records = (case when c.reset then 0 else f.records end) + c.records, "
                 "quarantined = (case when c.reset_quarantined then 0 else f.quarantined end) + c.quarantined, "
                 "last_run_id = ?, chain_run_id = ?, gone = false "
