@@ -39,10 +39,11 @@ import duckdb
 from convarch.etl.layout import Layout, make_private
 
 LOCKS = Path("/proc/locks")
-#: struct flock as the kernel lays it out, for F_GETLK.
-#: Linux: short l_type, l_whence; off_t l_start, l_len; pid_t l_pid (and padding to 32 bytes).
-#: macOS: off_t l_start, l_len; pid_t l_pid; short l_type, l_whence.
-FLOCK = {"linux": "hhqqi4x", "darwin": "qqihh"}.get(sys.platform)
+#: struct flock as the kernel lays it out, for F_GETLK: its struct format and the order of its
+#: fields. Linux: short l_type, l_whence; off_t l_start, l_len; pid_t l_pid (padded to 32
+#: bytes). macOS: off_t l_start, l_len; pid_t l_pid; short l_type, l_whence.
+FLOCK = {"linux": ("hhqqi4x", ("type", "whence", "start", "len", "pid")),
+         "darwin": ("qqihh", ("start", "len", "pid", "type", "whence"))}.get(sys.platform)
 #: The state setting naming the first run from which every replaced catalog was kept: files
 #: registered before it may be named by a catalog no one kept, and wait out the grace.
 KEPT_SINCE = "catalogs_kept_since_run"
@@ -57,7 +58,7 @@ def can_tell() -> bool:
 
 
 @functools.lru_cache(maxsize=None)
-def _getlk_works(_layout: str) -> bool:
+def _getlk_works(_layout: tuple) -> bool:
     """Whether F_GETLK answers as this module reads it: on a file no one locks, "unlocked"."""
     try:
         with tempfile.NamedTemporaryFile() as f:
@@ -67,14 +68,14 @@ def _getlk_works(_layout: str) -> bool:
 
 
 def _pack(kind: int) -> bytes:
-    if FLOCK.startswith("hh"):
-        return struct.pack(FLOCK, kind, os.SEEK_SET, 0, 0, 0)
-    return struct.pack(FLOCK, 0, 0, 0, kind, os.SEEK_SET)
+    fmt, order = FLOCK
+    fields = {"type": kind, "whence": os.SEEK_SET, "start": 0, "len": 0, "pid": 0}
+    return struct.pack(fmt, *(fields[name] for name in order))
 
 
 def _lock_type(record: bytes) -> int:
-    fields = struct.unpack(FLOCK, record)
-    return fields[0] if FLOCK.startswith("hh") else fields[3]
+    fmt, order = FLOCK
+    return dict(zip(order, struct.unpack(fmt, record)))["type"]
 
 
 def _locked_elsewhere(path: Path) -> bool:

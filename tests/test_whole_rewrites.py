@@ -538,6 +538,17 @@ RENAMES = [
 ]
 
 
+def _loaded_contract_store(tmp_path: Path, name: str):
+    """A copy of the adapter's contract store, loaded once: (adapter, store root, warehouse)."""
+    adapter = adapters.get(name)
+    root = tmp_path / name
+    shutil.copytree(REPO / "fixtures" / name / "contract", root,
+                    ignore=shutil.ignore_patterns("build_contract*", "README*"))
+    db = tmp_path / "w" / "convarch.duckdb"
+    run(db, adapter, root)
+    return adapter, root, db
+
+
 @pytest.mark.parametrize("name, db_path, rename", RENAMES, ids=[r[0] for r in RENAMES])
 def test_an_old_session_renamed_loads_its_own_row_alone(tmp_path, name, db_path, rename):
     """A session's row goes at the later of its last message's time and the time the agent
@@ -545,12 +556,7 @@ def test_an_old_session_renamed_loads_its_own_row_alone(tmp_path, name, db_path,
     loads its row alone, where at its old place every line after it loaded again."""
     import sqlite3
 
-    adapter = adapters.get(name)
-    root = tmp_path / name
-    shutil.copytree(REPO / "fixtures" / name / "contract", root,
-                    ignore=shutil.ignore_patterns("build_contract*", "README*"))
-    db = tmp_path / "w" / "convarch.duckdb"
-    run(db, adapter, root)
+    adapter, root, db = _loaded_contract_store(tmp_path, name)
     con = sqlite3.connect(root / db_path)
     assert con.execute(rename).rowcount == 1
     con.commit()
@@ -568,12 +574,7 @@ def test_a_database_changed_in_place_inside_one_tick_of_its_time_is_read_again(t
     import sqlite3
 
     name, db_path, rename = RENAMES[0]
-    adapter = adapters.get(name)
-    root = tmp_path / name
-    shutil.copytree(REPO / "fixtures" / name / "contract", root,
-                    ignore=shutil.ignore_patterns("build_contract*", "README*"))
-    db = tmp_path / "w" / "convarch.duckdb"
-    run(db, adapter, root)
+    adapter, root, db = _loaded_contract_store(tmp_path, name)
     store = root / db_path
     st = store.stat()
     con = sqlite3.connect(store)
