@@ -11,10 +11,13 @@ left for the next run (etl/containers.py, etl/snapshot.py).
 """
 from __future__ import annotations
 
+import json
 import os
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+import ijson
 
 if TYPE_CHECKING:
     from convarch.etl.snapshot import FileStat
@@ -58,10 +61,14 @@ _BLANK = b" \t\r\n"
 
 
 def looks_whole(path: Path, probe: int = 4096) -> bool:
-    """Whether a copy looks like what its writer finished, found without parsing it: a JSON
-    document (.json) begins with { or [ and ends with its match, and a log read whole (.jsonl)
-    is empty or ends with a newline; a write cut short almost never does (it ends where the
-    writer had got to). Files of other kinds (Aider's Markdown) are taken as they are."""
+    """Whether a copy is what its writer finished: a JSON document (.json) begins with { or [,
+    ends with its match and parses to its end, and a log read whole (.jsonl) is empty or ends
+    with a newline; a write cut short ends where the writer had got to. Files of other kinds
+    (Aider's Markdown) are taken as they are.
+
+    The brackets reject nearly every cut at once; the parse catches the cut that happens to
+    end on a bracket matching the first (about one in a hundred: a Cline history cut just after
+    a message's content array). Only a file written in the last few seconds is asked."""
     if path.suffix not in (".json", ".jsonl"):
         return True
     with open(path, "rb") as fh:
@@ -72,4 +79,29 @@ def looks_whole(path: Path, probe: int = 4096) -> bool:
     if path.suffix == ".jsonl":
         return not end or end.endswith(b"\n")
     tail = end.rstrip(_BLANK)
-    return bool(head) and bool(tail) and _PAIRS.get(head[0]) == tail[-1]
+    return bool(head) and bool(tail) and _PAIRS.get(head[0]) == tail[-1] and _parses(path, size)
+
+
+#: A prefix no element of a document has: ijson then parses the whole document in C and
+#: builds no value (a 65 MB history in 0.12-0.2 s, in a megabyte of memory).
+_NOWHERE = "\x00"
+#: Below this size a document ijson rejects is given to Python's parser, which accepts more
+#: (NaN, integers past 64 bits); a bigger one so rejected waits out the window instead.
+_PYTHON_BYTES = 16 << 20
+
+
+def _parses(path: Path, size: int) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            for _ in ijson.items(fh, _NOWHERE, buf_size=1 << 20):
+                pass
+        return True
+    except (ijson.JSONError, ValueError):
+        pass
+    if size > _PYTHON_BYTES:
+        return False
+    try:
+        json.loads(path.read_bytes())
+    except (ValueError, RecursionError):
+        return False
+    return True

@@ -228,6 +228,10 @@ def test_a_commit_during_the_copy_that_keeps_size_and_time_is_copied_again(tmp_p
     ("doc.json", b'{"a": [1, 2', False), ("doc.json", b'[{"a": 1}, {"b": 2}', False),
     ("doc.json", b'[{"a": 1}}', False), ("doc.json", b"", False), ("doc.json", b"   \n", False),
     ("doc.json", b'{"a": 1]', False),
+    # cut on a bracket matching the first, or left with the end of a longer version after it
+    ("doc.json", b'[{"a": [1]}, {"b": [2]', False), ("doc.json", b'[{"a": 1}]\n{"b": 2}]', False),
+    # what Python's parser reads and ijson's does not is still whole
+    ("doc.json", b'[NaN, 123456789012345678901234567890]', True),
     ("log.jsonl", b'{"a": 1}\n{"b": 2}\n', True), ("log.jsonl", b"", True), ("log.jsonl", b'{"a": 1}\n{"b"', False),
     ("history.md", b"# aider chat started\n> half a li", True),
 ])

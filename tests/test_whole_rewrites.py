@@ -119,7 +119,10 @@ def test_a_history_caught_half_written_waits_for_the_next_run(tmp_path, monkeypa
     run(db, cline, root)
     live = scalar(db, "select count(*) from stg_records where source_file = ?", [str(api)])
     assert live == len(json.loads(whole))
-    for torn in (whole[: len(whole) // 2], b""):
+    # cut where the writer had got to, once just after a bracket matching the first
+    on_bracket = whole[: whole.rindex(b"]", 0, len(whole) // 2) + 1]
+    assert on_bracket[:1] == b"[" and on_bracket.endswith(b"]")
+    for torn in (whole[: len(whole) // 2], on_bracket, b""):
         api.write_bytes(torn)                  # caught between the truncate and the last write
         s = run(db, cline, root)
         assert (s.records_added, s.quarantined, s.files_skipped) == (0, 0, 1), s
