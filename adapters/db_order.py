@@ -26,7 +26,6 @@ before stay in the archive, no longer current.
 """
 from __future__ import annotations
 
-import hashlib
 import sqlite3
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator
@@ -179,7 +178,7 @@ def _group(tables: list[Table], segments: list[tuple[int, list[tuple]]]) -> Grou
         parts.append(made if isinstance(made, Group) else list(made))
     if len(parts) == 1 and isinstance(parts[0], Group):
         return parts[0]
-    h = hashlib.blake2b(digest_size=16)
+    h = base.key_hash()
     for part in parts:
         if isinstance(part, Group):
             h.update(b"g" + part.key)
@@ -187,7 +186,7 @@ def _group(tables: list[Table], segments: list[tuple[int, list[tuple]]]) -> Grou
             h.update(b"l%d:" % len(part))
             for line in part:
                 h.update(b"%d:" % len(line) + line)
-    return Group(h.digest(), partial(_lines_of, parts))
+    return Group(base.key_digest(h), partial(_lines_of, parts))
 
 
 def _lines_of(parts: list[Group | list[bytes]]) -> Iterator:

@@ -45,7 +45,6 @@ text of their own; their parts' blocks carry it (linked by ``message_id``).
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -56,8 +55,8 @@ from functools import partial
 from pathlib import Path
 
 from convarch.adapters import base, db_order
-from convarch.adapters.base import (Extract, Group, RootError, SourceFile, code_key, feed_values, keyed_group,
-                                    malformed_row)
+from convarch.adapters.base import (Extract, Group, RootError, SourceFile, code_key, feed_values, key_digest,
+                                    key_hash, keyed_group, malformed_row)
 
 NAME = "opencode"
 TITLE = "OpenCode"
@@ -312,7 +311,7 @@ def _messages_key(cols: list[str], rows: list[tuple], ids: list, parts: tuple[li
     """The hash of everything a group of messages' lines are made of: the code, the message
     rows and each message's part rows, in order, with their columns' names."""
     part_cols, by_message = parts
-    h = hashlib.blake2b(code_key(sys.modules[__name__], base), digest_size=16)
+    h = key_hash(code_key(sys.modules[__name__], base))
     feed_values(h, cols)
     feed_values(h, part_cols)
     for values, mid in zip(rows, ids):
@@ -321,7 +320,7 @@ def _messages_key(cols: list[str], rows: list[tuple], ids: list, parts: tuple[li
         for part_values in by_message.get(mid, ()):
             h.update(b"p")
             feed_values(h, part_values)
-    return h.digest()
+    return key_digest(h)
 
 
 def _parts_of(con: sqlite3.Connection, message_ids: list) -> tuple[list[str], dict]:
