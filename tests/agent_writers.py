@@ -7,9 +7,12 @@ each write so that a run can catch one half done.
 - a Cline task history is written out whole after each message, by truncating the file and
   writing the new text in pieces (as the extension's fs.writeFile does), and now and then its
   last message is rewritten (an answer streamed in);
-- a goose database in WAL mode gains a message per commit, and is checkpointed now and then.
+- a goose database in WAL mode gains a message per commit, and is checkpointed now and then;
+- an OpenCode database in WAL mode gains messages in a session: a user's message and its
+  part in one commit; an answer first with its text part in part, then, in a later commit,
+  the part written whole, the message completed and the session's time moved on.
 
-    python tests/agent_writers.py TRANSCRIPT HISTORY GOOSE_DB STEPS SEED
+    python tests/agent_writers.py TRANSCRIPT HISTORY GOOSE_DB OPENCODE_DB STEPS SEED
 
 It prints the number of steps done when it ends.
 """
@@ -71,7 +74,57 @@ def cline_message(i: int, rng: random.Random, final: bool = True) -> dict:
     return {"role": "assistant", "content": [{"type": "text", "text": text}]}
 
 
-def main(transcript: Path, history_path: Path, goose_db: Path, steps: int, seed: int) -> int:
+OPENCODE_SESSION = "ses_1f0a2b3c4d5eAbCdEfGhIjKlMn"
+OPENCODE_T0 = 1778666400000 + 100_000
+
+
+class OpenCodeWriter:
+    """OpenCode's writes of one session: rows as its drizzle store keeps them (formats.md §8)."""
+
+    def __init__(self, path: Path):
+        self.con = sqlite3.connect(path, isolation_level=None)
+        self.con.execute("pragma busy_timeout = 5000")
+        self.user: str | None = None
+        self.open: tuple[str, str, int, str] | None = None    # an answer written in part
+
+    def step(self, step: int, rng: random.Random) -> None:
+        at = OPENCODE_T0 + 1000 * step
+        text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 200)))
+        con = self.con
+        if self.open is not None:
+            mid, pid, created, full = self.open
+            con.execute("begin")
+            con.execute("update part set data = ?, time_updated = ? where id = ?",
+                        (json.dumps({"type": "text", "text": full, "time": {"start": created, "end": at}}), at, pid))
+            info = json.loads(con.execute("select data from message where id = ?", (mid,)).fetchone()[0])
+            info["time"]["completed"] = at
+            info["finish"] = "stop"
+            con.execute("update message set data = ?, time_updated = ? where id = ?", (json.dumps(info), at, mid))
+            con.execute("update session set time_updated = ? where id = ?", (at, OPENCODE_SESSION))
+            con.execute("commit")
+            self.open = None
+            return
+        mid, pid = f"msg_f{step:021d}", f"prt_f{step:011d}Aa"
+        con.execute("begin")
+        if self.user is None or rng.random() < 0.4:
+            info = {"role": "user", "time": {"created": at}, "agent": "build",
+                    "model": {"providerID": "anthropic", "modelID": "claude-sonnet-4-5"}}
+            part = {"type": "text", "text": text, "time": {"start": at, "end": at}}
+            self.user = mid
+        else:
+            info = {"role": "assistant", "time": {"created": at}, "parentID": self.user,
+                    "modelID": "claude-sonnet-4-5", "providerID": "anthropic", "mode": "build", "agent": "build",
+                    "path": {"cwd": "/home/demo/weather-app", "root": "/home/demo/weather-app"}, "cost": 0.01,
+                    "tokens": {"input": 100 + step, "output": 20, "reasoning": 0, "cache": {"read": 0, "write": 0}}}
+            part = {"type": "text", "text": text[: len(text) // 2], "time": {"start": at}}
+            self.open = (mid, pid, at, text)
+        con.execute("insert into message values (?, ?, ?, ?, ?)", (mid, OPENCODE_SESSION, at, at, json.dumps(info)))
+        con.execute("insert into part values (?, ?, ?, ?, ?, ?)", (pid, mid, OPENCODE_SESSION, at, at, json.dumps(part)))
+        con.execute("update session set time_updated = ? where id = ?", (at, OPENCODE_SESSION))
+        con.execute("commit")
+
+
+def main(transcript: Path, history_path: Path, goose_db: Path, opencode_db: Path, steps: int, seed: int) -> int:
     rng = random.Random(seed)
     parent = None
     with open(transcript, "rb") as fh:
@@ -81,14 +134,15 @@ def main(transcript: Path, history_path: Path, goose_db: Path, steps: int, seed:
     history = json.loads(history_path.read_bytes())
     con = sqlite3.connect(goose_db, isolation_level=None)
     con.execute("pragma busy_timeout = 5000")
+    opencode = OpenCodeWriter(opencode_db)
     done = 0
     for step in range(steps):
         what = rng.random()
-        if what < 0.4:
+        if what < 0.3:
             record = claude_record(step, parent, rng)
             append_record(transcript, record, rng)
             parent = record["uuid"]
-        elif what < 0.75:
+        elif what < 0.55:
             i = len(history)
             if i % 2 == 1 and rng.random() < 0.5:
                 # an answer written in part, then again whole
@@ -98,6 +152,8 @@ def main(transcript: Path, history_path: Path, goose_db: Path, steps: int, seed:
             else:
                 history.append(cline_message(i, random.Random(seed * 1000 + i)))
             rewrite_history(history_path, history, rng)
+        elif what < 0.75:
+            opencode.step(step, rng)
         else:
             text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 200)))
             con.execute("insert into messages (message_id, session_id, role, content_json, created_timestamp) "
@@ -109,9 +165,10 @@ def main(transcript: Path, history_path: Path, goose_db: Path, steps: int, seed:
         done += 1
         time.sleep(rng.uniform(0, 0.02))
     con.close()
+    opencode.con.close()
     return done
 
 
 if __name__ == "__main__":
-    t, h, g, n, s = sys.argv[1:6]
-    print(main(Path(t), Path(h), Path(g), int(n), int(s)), flush=True)
+    t, h, g, o, n, s = sys.argv[1:7]
+    print(main(Path(t), Path(h), Path(g), Path(o), int(n), int(s)), flush=True)

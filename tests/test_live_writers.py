@@ -6,7 +6,9 @@ where they are when a run copies a store is up to the machine, so each run of th
 catches different moments, and every one of them must hold to this."""
 from __future__ import annotations
 
+import importlib.util
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -15,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from convarch.adapters import claude_code, cline, goose
+from convarch.adapters import claude_code, cline, goose, opencode
 from convarch.etl import settled
 from convarch.etl.ingest import ingest
 from convarch.etl.layout import Layout
@@ -25,6 +27,10 @@ from test_parallel_load import TABLES, snapshot_of
 from test_whole_rewrites import TASK, goose_build, in_line_order
 
 import agent_writers
+
+_spec = importlib.util.spec_from_file_location("opencode_build", REPO / "fixtures" / "opencode" / "build_contract.py")
+opencode_build = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(opencode_build)
 
 WINDOW = 0.5
 
@@ -43,19 +49,26 @@ def stores(tmp_path: Path) -> tuple[list, list[Path]]:
     history = cline_root / "tasks" / TASK / "api_conversation_history.json"
     goose_db = tmp_path / "goose" / "sessions" / "sessions.db"
     goose_build.write_db(goose_db, wal=True)
+    opencode_db = tmp_path / "opencode" / "opencode.db"
+    opencode_build.write_db(opencode_db, wal=True)
     roots = [(claude_code, claude_code.resolve_root(claude_root)), (cline, cline.resolve_root(cline_root)),
-             (goose, goose.resolve_root(tmp_path / "goose"))]
-    return roots, [transcript, history, goose_db]
+             (goose, goose.resolve_root(tmp_path / "goose")), (opencode, opencode.resolve_root(opencode_db.parent))]
+    return roots, [transcript, history, goose_db, opencode_db]
 
 
-@pytest.mark.parametrize("seed", [1, 2])
-def test_ingest_while_agents_write_loads_nothing_half(tmp_path, monkeypatch, seed):
+#: a longer soak (about 40 runs while the writers work), with CONVARCH_SLOW=1
+SOAK = pytest.param(3, 2000, marks=[pytest.mark.slow, pytest.mark.skipif(
+    os.environ.get("CONVARCH_SLOW") != "1", reason="a long soak: set CONVARCH_SLOW=1")])
+
+
+@pytest.mark.parametrize("seed, steps", [(1, 160), (2, 160), SOAK])
+def test_ingest_while_agents_write_loads_nothing_half(tmp_path, monkeypatch, seed, steps):
     monkeypatch.setattr(settled, "WRITING_SECONDS", WINDOW)
-    roots, (transcript, history, goose_db) = stores(tmp_path)
+    roots, (transcript, history, goose_db, opencode_db) = stores(tmp_path)
     db = tmp_path / "w" / "convarch.duckdb"
     ingest(Layout(db), roots)
     writer = subprocess.Popen([sys.executable, str(Path(agent_writers.__file__)), str(transcript), str(history),
-                               str(goose_db), "160", str(seed)],
+                               str(goose_db), str(opencode_db), str(steps), str(seed)],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     runs = deferred = 0
     try:
@@ -70,7 +83,7 @@ def test_ingest_while_agents_write_loads_nothing_half(tmp_path, monkeypatch, see
             assert not rows(db, bad), rows(db, bad)
     finally:
         out, err = writer.communicate(timeout=60)
-    assert writer.returncode == 0 and out.strip() == "160", err
+    assert writer.returncode == 0 and out.strip() == str(steps), err
     time.sleep(WINDOW + 0.1)
     s = ingest(Layout(db), roots)
     assert (s.quarantined, s.files_skipped) == (0, 0), s.skipped
