@@ -10,9 +10,12 @@ each write so that a run can catch one half done.
 - a goose database in WAL mode gains a message per commit, and is checkpointed now and then;
 - an OpenCode database in WAL mode gains messages in a session: a user's message and its
   part in one commit; an answer first with its text part in part, then, in a later commit,
-  the part written whole, the message completed and the session's time moved on.
+  the part written whole, the message completed and the session's time moved on;
+- a Cursor state.vscdb (rollback journal, as VS Code keeps it) gains bubbles in a chat, the
+  bubble committed before its composer row names it; an answer's bubble is rewritten in
+  place as it streams; an older chat is taken up again; and UI state is written on its own.
 
-    python tests/agent_writers.py TRANSCRIPT HISTORY GOOSE_DB OPENCODE_DB STEPS SEED
+    python tests/agent_writers.py TRANSCRIPT HISTORY GOOSE_DB OPENCODE_DB CURSOR_DB STEPS SEED
 
 It prints the number of steps done when it ends.
 """
@@ -124,7 +127,59 @@ class OpenCodeWriter:
         con.execute("commit")
 
 
-def main(transcript: Path, history_path: Path, goose_db: Path, opencode_db: Path, steps: int, seed: int) -> int:
+class CursorWriter:
+    """Cursor's writes to its global state.vscdb: bubbles under `bubbleId:<chat>:<bubble>`, a
+    chat's composer row under `composerData:<chat>` naming them in order, UI state in ItemTable."""
+
+    def __init__(self, path: Path):
+        self.con = sqlite3.connect(path, isolation_level=None)
+        self.con.execute("pragma busy_timeout = 5000")
+        self.chats = [key[len("composerData:"):] for (key,) in self.con.execute(
+            "select key from cursorDiskKV where key like 'composerData:%' order by key")]
+        self.streaming: tuple[str, str, dict] | None = None
+
+    def _composer(self, chat: str) -> dict:
+        (value,) = self.con.execute("select value from cursorDiskKV where key = ?", (f"composerData:{chat}",)).fetchone()
+        return json.loads(value)
+
+    def _put(self, key: str, value: dict) -> None:
+        self.con.execute("insert or replace into cursorDiskKV (key, value) values (?, ?)", (key, json.dumps(value)))
+
+    def step(self, step: int, rng: random.Random) -> None:
+        at = 1767261600000 + 1_000_000 + 1000 * step
+        what = rng.random()
+        if self.streaming is not None:
+            chat, bid, value = self.streaming
+            value["text"] += " " + " ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 60)))
+            self._put(f"bubbleId:{chat}:{bid}", value)          # the same bubble, rewritten in place
+            if rng.random() < 0.5:
+                self.streaming = None
+            return
+        if what < 0.2:
+            self.con.execute("insert or replace into ItemTable (key, value) values (?, ?)",
+                             ("workbench.panel.state", json.dumps({"step": step})))
+            return
+        chat = self.chats[0] if what < 0.85 else rng.choice(self.chats)
+        bid = str(uuid.uuid5(uuid.NAMESPACE_URL, f"cursor/{step}"))
+        kind = rng.choice((1, 2))
+        value = {"_v": 3, "type": kind, "bubbleId": bid, "text": " ".join(rng.choice(WORDS) for _ in range(5)),
+                 "richText": "", "codeBlocks": [], "images": [], "isAgentic": kind == 2,
+                 "createdAt": f"2026-01-01T12:{step // 60 % 60:02d}:{step % 60:02d}.000Z"}
+        self._put(f"bubbleId:{chat}:{bid}", value)              # its own commit, before the header
+        composer = self._composer(chat)
+        if "conversation" in composer:                           # an older chat keeps bubbles inline
+            composer["conversation"].append({"type": kind, "bubbleId": bid, "text": value["text"]})
+            self.con.execute("delete from cursorDiskKV where key = ?", (f"bubbleId:{chat}:{bid}",))
+        else:
+            composer.setdefault("fullConversationHeadersOnly", []).append({"bubbleId": bid, "type": kind})
+        composer["lastUpdatedAt"] = at
+        self._put(f"composerData:{chat}", composer)
+        if kind == 2 and "conversation" not in composer:
+            self.streaming = (chat, bid, value)
+
+
+def main(transcript: Path, history_path: Path, goose_db: Path, opencode_db: Path, cursor_db: Path,
+         steps: int, seed: int) -> int:
     rng = random.Random(seed)
     parent = None
     with open(transcript, "rb") as fh:
@@ -135,14 +190,15 @@ def main(transcript: Path, history_path: Path, goose_db: Path, opencode_db: Path
     con = sqlite3.connect(goose_db, isolation_level=None)
     con.execute("pragma busy_timeout = 5000")
     opencode = OpenCodeWriter(opencode_db)
+    cursor = CursorWriter(cursor_db)
     done = 0
     for step in range(steps):
         what = rng.random()
-        if what < 0.3:
+        if what < 0.25:
             record = claude_record(step, parent, rng)
             append_record(transcript, record, rng)
             parent = record["uuid"]
-        elif what < 0.55:
+        elif what < 0.45:
             i = len(history)
             if i % 2 == 1 and rng.random() < 0.5:
                 # an answer written in part, then again whole
@@ -152,8 +208,10 @@ def main(transcript: Path, history_path: Path, goose_db: Path, opencode_db: Path
             else:
                 history.append(cline_message(i, random.Random(seed * 1000 + i)))
             rewrite_history(history_path, history, rng)
-        elif what < 0.75:
+        elif what < 0.6:
             opencode.step(step, rng)
+        elif what < 0.8:
+            cursor.step(step, rng)
         else:
             text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 200)))
             con.execute("insert into messages (message_id, session_id, role, content_json, created_timestamp) "
@@ -166,9 +224,10 @@ def main(transcript: Path, history_path: Path, goose_db: Path, opencode_db: Path
         time.sleep(rng.uniform(0, 0.02))
     con.close()
     opencode.con.close()
+    cursor.con.close()
     return done
 
 
 if __name__ == "__main__":
-    t, h, g, o, n, s = sys.argv[1:7]
-    print(main(Path(t), Path(h), Path(g), Path(o), int(n), int(s)), flush=True)
+    t, h, g, o, c, n, s = sys.argv[1:8]
+    print(main(Path(t), Path(h), Path(g), Path(o), Path(c), int(n), int(s)), flush=True)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from convarch.adapters import claude_code, cline, goose, opencode
+from convarch.adapters import claude_code, cline, cursor, goose, opencode
 from convarch.etl import settled
 from convarch.etl.ingest import ingest
 from convarch.etl.layout import Layout
@@ -51,9 +51,13 @@ def stores(tmp_path: Path) -> tuple[list, list[Path]]:
     goose_build.write_db(goose_db, wal=True)
     opencode_db = tmp_path / "opencode" / "opencode.db"
     opencode_build.write_db(opencode_db, wal=True)
+    cursor_home = tmp_path / "cursor"
+    shutil.copytree(REPO / "fixtures" / "cursor" / "contract", cursor_home)
+    cursor_db = cursor_home / ".config" / "Cursor" / "User" / "globalStorage" / "state.vscdb"
     roots = [(claude_code, claude_code.resolve_root(claude_root)), (cline, cline.resolve_root(cline_root)),
-             (goose, goose.resolve_root(tmp_path / "goose")), (opencode, opencode.resolve_root(opencode_db.parent))]
-    return roots, [transcript, history, goose_db, opencode_db]
+             (goose, goose.resolve_root(tmp_path / "goose")), (opencode, opencode.resolve_root(opencode_db.parent)),
+             (cursor, cursor.resolve_root(cursor_home))]
+    return roots, [transcript, history, goose_db, opencode_db, cursor_db]
 
 
 #: a longer soak (about 40 runs while the writers work), with CONVARCH_SLOW=1
@@ -64,11 +68,11 @@ SOAK = pytest.param(3, 2000, marks=[pytest.mark.slow, pytest.mark.skipif(
 @pytest.mark.parametrize("seed, steps", [(1, 160), (2, 160), SOAK])
 def test_ingest_while_agents_write_loads_nothing_half(tmp_path, monkeypatch, seed, steps):
     monkeypatch.setattr(settled, "WRITING_SECONDS", WINDOW)
-    roots, (transcript, history, goose_db, opencode_db) = stores(tmp_path)
+    roots, (transcript, history, goose_db, opencode_db, cursor_db) = stores(tmp_path)
     db = tmp_path / "w" / "convarch.duckdb"
     ingest(Layout(db), roots)
     writer = subprocess.Popen([sys.executable, str(Path(agent_writers.__file__)), str(transcript), str(history),
-                               str(goose_db), str(opencode_db), str(steps), str(seed)],
+                               str(goose_db), str(opencode_db), str(cursor_db), str(steps), str(seed)],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     runs = deferred = 0
     try:
