@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -36,13 +37,12 @@ WINDOW = 0.5
 
 
 def stores(tmp_path: Path) -> tuple[list, list[Path]]:
-    """The three stores, each with something in it before the first run (so a fresh load
+    """The five stores, each with something in it before the first run (so a fresh load
     plans the same files in the same order), and the roots to ingest."""
     claude_root = tmp_path / "claude"
     transcript = claude_root / "projects" / "-home-live-app" / f"{agent_writers.SESSION}.jsonl"
     transcript.parent.mkdir(parents=True)
-    rng = agent_writers.random.Random(0)
-    first = agent_writers.claude_record(10_000, None, rng)
+    first = agent_writers.claude_record(10_000, None, random.Random(0))
     transcript.write_text(json.dumps(first) + "\n")
     cline_root = tmp_path / "cline"
     shutil.copytree(REPO / "fixtures" / "cline" / "contract", cline_root)
