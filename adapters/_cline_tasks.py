@@ -177,9 +177,10 @@ def walk(root: Path, source: str) -> Iterator[SourceFile]:
     """Every file of the store under ``root`` this module reads, in a stable order; symlinks
     are not followed and checkpoint repositories are not entered."""
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        folder = Path(dirpath)
         dirnames[:] = sorted(d for d in dirnames if d not in PRUNE)
         for name in sorted(filenames):
-            sf = classify(Path(dirpath) / name, source, root)
+            sf = classify(folder / name, source, root)
             if sf is not None:
                 yield sf
 

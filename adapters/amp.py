@@ -101,10 +101,11 @@ def discover(root: Path) -> Iterator[SourceFile]:
         yield SourceFile(NAME, root, root.parent, session_hint=root.stem, container="json")
         return
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        folder = Path(dirpath)
         dirnames.clear()  # threads live flat in one folder
         for name in sorted(filenames):
             if name.endswith(".json"):
-                path = Path(dirpath) / name
+                path = folder / name
                 yield SourceFile(NAME, path, root, session_hint=path.stem, container="json")
 
 

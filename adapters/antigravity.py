@@ -161,10 +161,11 @@ def _conversation_files(conv: Path, root: Path) -> Iterator[SourceFile]:
     messages = conv / ".system_generated" / "messages"
     if messages.is_dir():
         for dirpath, dirnames, filenames in os.walk(messages, followlinks=False):
+            folder = Path(dirpath)
             dirnames[:] = []
             for name in sorted(filenames):
                 if name.endswith(".json"):
-                    yield SourceFile(NAME, Path(dirpath) / name, root, session_hint=conv.name, container="json")
+                    yield SourceFile(NAME, folder / name, root, session_hint=conv.name, container="json")
 
 
 def _single(path: Path) -> SourceFile:

@@ -68,14 +68,15 @@ def discover(root: Path) -> Iterator[SourceFile]:
         yield _classify(root, root.parent)
         return
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        folder = Path(dirpath)      # once a folder: a Path parsed per file was half of listing 20,000
         dirnames.sort()
         for name in sorted(filenames):
             if name.endswith(".jsonl"):
-                yield _classify(Path(dirpath) / name, root)
+                yield _classify(folder / name, root)
             elif name.startswith("agent-") and name.endswith(".meta.json"):
-                meta = _classify(Path(dirpath) / name[: -len(".meta.json")], root)
+                meta = _classify(folder / name[: -len(".meta.json")], root)
                 if meta.parent_session_hint:
-                    yield SourceFile(NAME, Path(dirpath) / name, root, meta.session_hint,
+                    yield SourceFile(NAME, folder / name, root, meta.session_hint,
                                      meta.parent_session_hint, container="json")
 
 

@@ -103,6 +103,7 @@ def discover(root: Path) -> Iterator[SourceFile]:
 
 def _rollouts(top: Path) -> Iterator[Path]:
     for dirpath, dirnames, filenames in os.walk(top, followlinks=False):
+        folder = Path(dirpath)
         dirnames.sort()
         names = set(filenames)
         for name in sorted(filenames):
@@ -110,7 +111,7 @@ def _rollouts(top: Path) -> Iterator[Path]:
                 continue
             if name.endswith(".jsonl.zst") and name[: -len(".zst")] in names:
                 continue  # Codex prefers the plain file when both exist
-            yield Path(dirpath) / name
+            yield folder / name
 
 
 def _split_name(name: str) -> tuple[str, str] | None:

@@ -216,9 +216,10 @@ def _workspaces(folder: Path, root: Path) -> Iterator[SourceFile]:
 
 def _walk_files(top: Path, root: Path, generic: bool) -> Iterator[SourceFile]:
     for dirpath, dirnames, filenames in os.walk(top, followlinks=False):
+        folder = Path(dirpath)
         dirnames.sort()
         for name in sorted(filenames):
-            sf = _classify(Path(dirpath) / name, root, generic)
+            sf = _classify(folder / name, root, generic)
             if sf is not None:
                 yield sf
 

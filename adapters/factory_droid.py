@@ -101,10 +101,11 @@ def discover(root: Path) -> Iterator[SourceFile]:
 
 def _files(top: Path) -> Iterator[Path]:
     for dirpath, dirnames, filenames in os.walk(top, followlinks=False):
+        folder = Path(dirpath)
         dirnames.sort()
         for name in sorted(filenames):
             if name.endswith(".jsonl") or name.endswith(SETTINGS):
-                yield Path(dirpath) / name
+                yield folder / name
 
 
 def _classify(path: Path, root: Path) -> SourceFile:

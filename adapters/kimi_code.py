@@ -98,9 +98,10 @@ def discover(root: Path) -> Iterator[SourceFile]:
             yield sf
         return
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        folder = Path(dirpath)
         dirnames.sort()
         for name in sorted(filenames):
-            sf = _classify(Path(dirpath) / name, root)
+            sf = _classify(folder / name, root)
             if sf is not None:
                 yield sf
 

@@ -137,12 +137,13 @@ def discover(root: Path) -> Iterator[SourceFile]:
     yield from _storage_files(storage)
 
 
-def _walk(folder: Path) -> Iterator[Path]:
-    for dirpath, dirnames, filenames in os.walk(folder, followlinks=False):
+def _walk(top: Path) -> Iterator[Path]:
+    for dirpath, dirnames, filenames in os.walk(top, followlinks=False):
+        folder = Path(dirpath)
         dirnames.sort()
         for name in sorted(filenames):
             if name.endswith(".json"):
-                yield Path(dirpath) / name
+                yield folder / name
 
 
 def _storage_files(storage: Path) -> Iterator[SourceFile]:

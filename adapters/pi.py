@@ -110,10 +110,11 @@ def discover(root: Path) -> Iterator[SourceFile]:
 
 def _sessions(top: Path) -> Iterator[Path]:
     for dirpath, dirnames, filenames in os.walk(top, followlinks=False):
+        folder = Path(dirpath)
         dirnames.sort()
         for name in sorted(filenames):
             if name.endswith(".jsonl"):
-                yield Path(dirpath) / name
+                yield folder / name
 
 
 def _classify(path: Path, root: Path) -> SourceFile:

@@ -17,12 +17,10 @@ from types import ModuleType
 import duckdb
 import pyarrow as pa
 
-from convarch.adapters.base import SourceFile
 from convarch.etl import session_parts
-from convarch.etl import snapshot as snap
 from convarch.etl.layout import Layout
 from convarch.etl.extract import earlier_context, extract, index
-from convarch.etl.read_file import Planned, reason
+from convarch.etl.plan import known_files, plan_files
 from convarch.etl.chains import materialize
 from convarch.etl.live_lines import live_lines
 from convarch.etl.compact import SWEPT_KEY, Compaction, compact
@@ -90,8 +88,7 @@ def _ingest(layout, targets, on_plan, progress, wait_seconds, redact, n_workers,
         )
         staging = layout.tmp / f"run-{run_id:06d}"
         staging.mkdir(mode=0o700)
-        known = _known_files(state)
-        plans, gone = _plan(targets, known, summary)
+        plans, gone = plan_files(targets, known_files(state), state, summary)
         changed = [p for p in plans if p.action in ("new", "append", "rewrite")]
         if defer:
             # left as last read: its stat is not recorded, so the next run sees the change
@@ -187,65 +184,6 @@ def _recover(layout: Layout, state: duckdb.DuckDBPyConnection) -> None:
                 rel = str(p.relative_to(layout.lake))
                 if name.startswith("r") and name.endswith(".parquet") and rel not in registered:
                     p.unlink()
-
-
-def _known_files(state: duckdb.DuckDBPyConnection) -> dict[tuple[str, str], dict]:
-    cur = state.execute("select * from source_files")
-    cols = [d[0] for d in cur.description]
-    return {(r[1], r[2]): dict(zip(cols, r)) for r in cur.fetchall()}
-
-
-def _plan(targets, known, summary: Summary) -> tuple[list[Planned], list[int]]:
-    plans: list[Planned] = []
-    seen: set[tuple[str, str]] = set()
-    roots: list[tuple[str, str]] = []
-    by_inode = {(r["source"], r["dev"], r["inode"]): r for r in known.values()}
-    moved: set[int] = set()
-    for adapter, root in targets:
-        roots.append((adapter.NAME, str(root)))
-        for sf in adapter.discover(root):
-            key = (sf.source, str(sf.path))
-            if key in seen:
-                continue
-            seen.add(key)
-            summary.files_scanned += 1
-            try:
-                st = snap.stat_family(sf.path) if sf.container == "sqlite" else snap.stat_source(sf.path)
-                prev = known.get(key)
-                if prev is None:
-                    # a file the agent moved (e.g. into an archive folder) keeps its rows and watermark
-                    twin = by_inode.get((sf.source, st.dev, st.inode))
-                    if twin and twin["file_id"] not in moved and not os.path.lexists(twin["path"]):
-                        prev = dict(twin, moved_from=twin["path"])
-                        moved.add(twin["file_id"])
-                plans.append(_classify(sf, st, prev))
-            except (OSError, snap.NotRegularFile) as exc:
-                summary.files_skipped += 1
-                summary.skipped.append((str(sf.path), reason(exc)))
-    gone = [
-        row["file_id"]
-        for (source, path), row in known.items()
-        if not row["gone"] and (source, path) not in seen and row["file_id"] not in moved
-        and any(source == s and (path == r or path.startswith(r.rstrip(os.sep) + os.sep)) for s, r in roots)
-    ]
-    return plans, gone
-
-
-def _classify(sf: SourceFile, st: snap.FileStat, prev: dict | None) -> Planned:
-    if prev is None:
-        return Planned(sf, st, None, "new", 0)
-    same_version = st.version is None or prev.get("data_version") is None or st.version == prev["data_version"]
-    if (st.inode, st.size, st.mtime_ns) == (prev["inode"], prev["size"], prev["mtime_ns"]) and same_version \
-            and not prev["gone"]:
-        return Planned(sf, st, prev, "touched" if prev.get("moved_from") else "unchanged", prev["offset"])
-    if sf.container != "jsonl":
-        return Planned(sf, st, prev, "rewrite", 0)
-    offset = prev["offset"]
-    same_head = st.size >= offset and snap.head_hash(sf.path, prev["head_len"]) == prev["head_hash"]
-    if same_head and (offset == 0 or snap.byte_at(sf.path, offset - 1) in (b"\n", b"}")):
-        quiet = st.size == prev["size"] and prev["tail_bytes"] == 0 and not prev["gone"]
-        return Planned(sf, st, prev, "touched" if quiet else "append", offset)
-    return Planned(sf, st, prev, "rewrite", 0)
 
 
 def _commit_versions(state, updates: list[dict]) -> None:

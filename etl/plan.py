@@ -1,0 +1,134 @@
+"""What a run has to do with each file it finds: compare it with what the state knows of it
+(its stat, and for a JSONL file the bytes before its watermark) and call it new, appended,
+rewritten, touched (moved, or back after it was gone) or unchanged.
+
+Under `watch` this runs at every pick-up over every file of every store, so an unchanged
+file costs a stat and a look-up, nothing more: 20,000 transcripts are planned in about a
+third of a second.
+"""
+from __future__ import annotations
+
+import os
+from typing import NamedTuple
+
+import duckdb
+import pyarrow as pa
+
+from convarch.adapters.base import SourceFile
+from convarch.etl import snapshot as snap
+from convarch.etl.read_file import Planned, reason
+from convarch.etl.summary import Summary
+
+
+class Known(NamedTuple):
+    """A file the state knows, as far as a run compares it with the file it finds."""
+
+    source: str
+    path: str
+    file_id: int
+    dev: int
+    inode: int
+    size: int
+    mtime_ns: int
+    data_version: str | None
+    gone: bool
+    offset: int
+
+
+def known_files(state: duckdb.DuckDBPyConnection) -> dict[tuple[str, str], Known]:
+    """Every file the state knows, by (source, path), narrowed to what tells it unchanged; a
+    changed file's whole row is read apart (_rows): read whole for 20,000 files, the rows were
+    a sixth of a run that found nothing changed."""
+    cols = ", ".join(f'"{c}"' for c in Known._fields)
+    return {(r[0], r[1]): Known(*r) for r in state.execute(f"select {cols} from source_files").fetchall()}
+
+
+def _rows(state: duckdb.DuckDBPyConnection, ids: list[int]) -> dict[int, dict]:
+    """The whole source_files rows of these files, by file id."""
+    if not ids:
+        return {}
+    state.register("planned_ids", pa.table({"file_id": pa.array(ids, pa.int64())}))
+    try:
+        cur = state.execute("select * from source_files where file_id in (select file_id from planned_ids)")
+        cols = [d[0] for d in cur.description]
+        return {r[cols.index("file_id")]: dict(zip(cols, r)) for r in cur.fetchall()}
+    finally:
+        state.unregister("planned_ids")
+
+
+def _unchanged(row: Known, st: snap.FileStat) -> bool:
+    same_version = st.version is None or row.data_version is None or st.version == row.data_version
+    return (st.inode, st.size, st.mtime_ns) == (row.inode, row.size, row.mtime_ns) and same_version and not row.gone
+
+
+def plan_files(targets, known: dict[tuple[str, str], Known], state: duckdb.DuckDBPyConnection,
+          summary: Summary) -> tuple[list[Planned], list[int]]:
+    """The files found that a run has to do something with (new, changed, touched: an unchanged
+    file needs nothing), and the ids of known files no longer found under the roots."""
+    found: list[tuple[SourceFile, snap.FileStat, Known | None, bool]] = []
+    seen: set[tuple[str, str]] = set()
+    roots: list[tuple[str, str]] = []
+    by_inode: dict | None = None           # made at the first new file: most runs have none
+    moved: set[int] = set()
+    for adapter, root in targets:
+        roots.append((adapter.NAME, str(root)))
+        for sf in adapter.discover(root):
+            key = (sf.source, str(sf.path))
+            if key in seen:
+                continue
+            seen.add(key)
+            summary.files_scanned += 1
+            try:
+                st = snap.stat_family(sf.path) if sf.container == "sqlite" else snap.stat_source(sf.path)
+            except (OSError, snap.NotRegularFile) as exc:
+                summary.files_skipped += 1
+                summary.skipped.append((str(sf.path), reason(exc)))
+                continue
+            row = known.get(key)
+            if row is not None and _unchanged(row, st):
+                continue
+            twin = False
+            if row is None:
+                # a file the agent moved (e.g. into an archive folder) keeps its rows and watermark
+                if by_inode is None:
+                    by_inode = {(r.source, r.dev, r.inode): r for r in known.values()}
+                other = by_inode.get((sf.source, st.dev, st.inode))
+                if other and other.file_id not in moved and not os.path.lexists(other.path):
+                    row, twin = other, True
+                    moved.add(other.file_id)
+            found.append((sf, st, row, twin))
+    whole = _rows(state, [row.file_id for _, _, row, _ in found if row is not None])
+    plans: list[Planned] = []
+    for sf, st, row, twin in found:
+        prev = None if row is None else whole[row.file_id]
+        if twin:
+            prev = dict(prev, moved_from=prev["path"])
+        try:
+            plans.append(_classify(sf, st, prev))
+        except (OSError, snap.NotRegularFile) as exc:
+            summary.files_skipped += 1
+            summary.skipped.append((str(sf.path), reason(exc)))
+    gone = [
+        row.file_id
+        for (source, path), row in known.items()
+        if not row.gone and (source, path) not in seen and row.file_id not in moved
+        and any(source == s and (path == r or path.startswith(r.rstrip(os.sep) + os.sep)) for s, r in roots)
+    ]
+    return plans, gone
+
+
+def _classify(sf: SourceFile, st: snap.FileStat, prev: dict | None) -> Planned:
+    if prev is None:
+        return Planned(sf, st, None, "new", 0)
+    same_version = st.version is None or prev.get("data_version") is None or st.version == prev["data_version"]
+    if (st.inode, st.size, st.mtime_ns) == (prev["inode"], prev["size"], prev["mtime_ns"]) and same_version \
+            and not prev["gone"]:
+        return Planned(sf, st, prev, "touched" if prev.get("moved_from") else "unchanged", prev["offset"])
+    if sf.container != "jsonl":
+        return Planned(sf, st, prev, "rewrite", 0)
+    offset = prev["offset"]
+    same_head = st.size >= offset and snap.head_hash(sf.path, prev["head_len"]) == prev["head_hash"]
+    if same_head and (offset == 0 or snap.byte_at(sf.path, offset - 1) in (b"\n", b"}")):
+        quiet = st.size == prev["size"] and prev["tail_bytes"] == 0 and not prev["gone"]
+        return Planned(sf, st, prev, "touched" if quiet else "append", offset)
+    return Planned(sf, st, prev, "rewrite", 0)
