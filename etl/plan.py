@@ -3,8 +3,8 @@
 rewritten, touched (moved, or back after it was gone) or unchanged.
 
 Under `watch` this runs at every pick-up over every file of every store, so an unchanged
-file costs a stat and a look-up, nothing more: 20,000 transcripts are planned in about a
-third of a second.
+file costs a stat and a look-up, nothing more: a run over 20,000 transcripts that finds
+nothing changed takes about a third of a second, all of it included.
 """
 from __future__ import annotations
 
