@@ -66,9 +66,9 @@ def looks_whole(path: Path, probe: int = 4096) -> bool:
     with a newline; a write cut short ends where the writer had got to. Files of other kinds
     (Aider's Markdown) are taken as they are.
 
-    The brackets reject nearly every cut at once; the parse catches the cut that happens to
-    end on a bracket matching the first (about one in a hundred: a Cline history cut just after
-    a message's content array). Only a file written in the last few seconds is asked."""
+    The brackets reject most cuts at once; the parse catches the cut that happens to end on a
+    bracket matching the first (a Cline history cut just after a message's content array).
+    Only a file written in the last few seconds is asked (etl/containers.py)."""
     if path.suffix not in (".json", ".jsonl"):
         return True
     with open(path, "rb") as fh:
