@@ -13,9 +13,12 @@ each write so that a run can catch one half done.
   the part written whole, the message completed and the session's time moved on;
 - a Cursor state.vscdb (rollback journal, as VS Code keeps it) gains bubbles in a chat, the
   bubble committed before its composer row names it; an answer's bubble is rewritten in
-  place as it streams; an older chat is taken up again; and UI state is written on its own.
+  place as it streams; an older chat is taken up again; and UI state is written on its own;
+- a Gemini CLI op-log (appended, but read whole and replayed) gains a question, then an answer
+  written twice under one id (first as it starts, then complete), and now and then a `$set`;
+  each line written in two parts.
 
-    python tests/agent_writers.py TRANSCRIPT HISTORY GOOSE_DB OPENCODE_DB CURSOR_DB STEPS SEED
+    python tests/agent_writers.py TRANSCRIPT HISTORY GOOSE_DB OPENCODE_DB CURSOR_DB GEMINI_LOG STEPS SEED
 
 It prints the number of steps done when it ends.
 """
@@ -62,11 +65,11 @@ def rewrite_history(path: Path, history: list, rng: random.Random) -> None:
     cuts = sorted(rng.sample(range(1, len(data)), 2))
     with open(path, "wb") as fh:          # truncated first, as writeFile does
         fh.flush()
-        time.sleep(rng.uniform(0, 0.005))
+        time.sleep(rng.uniform(0, 0.02))
         for a, b in zip([0, *cuts], [*cuts, len(data)]):
             fh.write(data[a:b])
             fh.flush()
-            time.sleep(rng.uniform(0, 0.005))
+            time.sleep(rng.uniform(0, 0.02))
 
 
 def cline_message(i: int, rng: random.Random, final: bool = True) -> dict:
@@ -178,8 +181,34 @@ class CursorWriter:
             self.streaming = (chat, bid, value)
 
 
+class GeminiWriter:
+    """Gemini CLI's op-log of one session: message records appended, an answer appended again
+    under the same id when it completes (the replay keeps the last version)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.open: dict | None = None        # an answer written as it started
+
+    def step(self, step: int, rng: random.Random) -> None:
+        at = f"2026-12-01T11:{step // 60 % 60:02d}:{step % 60:02d}.000Z"
+        text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 200)))
+        if self.open is not None:
+            record = dict(self.open, content=text, tokens={"input": 100 + step, "output": 20, "total": 120 + step})
+            self.open = None
+        elif rng.random() < 0.15:
+            record = {"$set": {"lastUpdated": at}}
+        elif rng.random() < 0.5:
+            record = {"id": str(uuid.uuid5(uuid.NAMESPACE_URL, f"gemini/{step}")), "timestamp": at, "type": "user",
+                      "content": [{"text": text}]}
+        else:
+            record = {"id": str(uuid.uuid5(uuid.NAMESPACE_URL, f"gemini/{step}")), "timestamp": at, "type": "gemini",
+                      "content": "", "tokens": None, "model": "gemini-2.5-pro"}
+            self.open = record
+        append_record(self.path, record, rng)
+
+
 def main(transcript: Path, history_path: Path, goose_db: Path, opencode_db: Path, cursor_db: Path,
-         steps: int, seed: int) -> int:
+         gemini_log: Path, steps: int, seed: int) -> int:
     rng = random.Random(seed)
     parent = None
     with open(transcript, "rb") as fh:
@@ -191,14 +220,15 @@ def main(transcript: Path, history_path: Path, goose_db: Path, opencode_db: Path
     con.execute("pragma busy_timeout = 5000")
     opencode = OpenCodeWriter(opencode_db)
     cursor = CursorWriter(cursor_db)
+    gemini = GeminiWriter(gemini_log)
     done = 0
     for step in range(steps):
         what = rng.random()
-        if what < 0.25:
+        if what < 0.2:
             record = claude_record(step, parent, rng)
             append_record(transcript, record, rng)
             parent = record["uuid"]
-        elif what < 0.45:
+        elif what < 0.38:
             i = len(history)
             if i % 2 == 1 and rng.random() < 0.5:
                 # an answer written in part, then again whole
@@ -208,10 +238,12 @@ def main(transcript: Path, history_path: Path, goose_db: Path, opencode_db: Path
             else:
                 history.append(cline_message(i, random.Random(seed * 1000 + i)))
             rewrite_history(history_path, history, rng)
-        elif what < 0.6:
+        elif what < 0.52:
             opencode.step(step, rng)
-        elif what < 0.8:
+        elif what < 0.68:
             cursor.step(step, rng)
+        elif what < 0.84:
+            gemini.step(step, rng)
         else:
             text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 200)))
             con.execute("insert into messages (message_id, session_id, role, content_json, created_timestamp) "
@@ -229,5 +261,5 @@ def main(transcript: Path, history_path: Path, goose_db: Path, opencode_db: Path
 
 
 if __name__ == "__main__":
-    t, h, g, o, c, n, s = sys.argv[1:8]
-    print(main(Path(t), Path(h), Path(g), Path(o), Path(c), int(n), int(s)), flush=True)
+    t, h, g, o, c, m, n, s = sys.argv[1:9]
+    print(main(Path(t), Path(h), Path(g), Path(o), Path(c), Path(m), int(n), int(s)), flush=True)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from convarch.adapters import claude_code, cline, cursor, goose, opencode
+from convarch.adapters import claude_code, cline, cursor, gemini_cli, goose, opencode
 from convarch.etl import settled
 from convarch.etl.ingest import ingest
 from convarch.etl.layout import Layout
@@ -39,7 +39,7 @@ WINDOW = 2.0
 
 
 def stores(tmp_path: Path) -> tuple[list, list[Path]]:
-    """The five stores, each with something in it before the first run (so a fresh load
+    """The six stores, each with something in it before the first run (so a fresh load
     plans the same files in the same order), and the roots to ingest."""
     claude_root = tmp_path / "claude"
     transcript = claude_root / "projects" / "-home-live-app" / f"{agent_writers.SESSION}.jsonl"
@@ -56,10 +56,15 @@ def stores(tmp_path: Path) -> tuple[list, list[Path]]:
     cursor_home = tmp_path / "cursor"
     shutil.copytree(REPO / "fixtures" / "cursor" / "contract", cursor_home)
     cursor_db = cursor_home / ".config" / "Cursor" / "User" / "globalStorage" / "state.vscdb"
+    gemini_home = tmp_path / "gemini"
+    gemini_log = gemini_home / "tmp" / "live-app" / "chats" / "session-2026-12-01T11-00-7c1d2e3f.jsonl"
+    gemini_log.parent.mkdir(parents=True)
+    gemini_log.write_text(json.dumps({"sessionId": "7c1d2e3f-0a4b-4c5d-8e6f-9a0b1c2d3e4f", "projectHash": "live-app",
+                                      "startTime": "2026-12-01T11:00:00.000Z", "kind": "main"}) + "\n")
     roots = [(claude_code, claude_code.resolve_root(claude_root)), (cline, cline.resolve_root(cline_root)),
              (goose, goose.resolve_root(tmp_path / "goose")), (opencode, opencode.resolve_root(opencode_db.parent)),
-             (cursor, cursor.resolve_root(cursor_home))]
-    return roots, [transcript, history, goose_db, opencode_db, cursor_db]
+             (cursor, cursor.resolve_root(cursor_home)), (gemini_cli, gemini_cli.resolve_root(gemini_home))]
+    return roots, [transcript, history, goose_db, opencode_db, cursor_db, gemini_log]
 
 
 #: a longer soak (about 40 runs while the writers work), with CONVARCH_SLOW=1
@@ -70,11 +75,11 @@ SOAK = pytest.param(3, 2000, marks=[pytest.mark.slow, pytest.mark.skipif(
 @pytest.mark.parametrize("seed, steps", [(1, 160), (2, 160), SOAK])
 def test_ingest_while_agents_write_loads_nothing_half(tmp_path, monkeypatch, seed, steps):
     monkeypatch.setattr(settled, "WRITING_SECONDS", WINDOW)
-    roots, (transcript, history, goose_db, opencode_db, cursor_db) = stores(tmp_path)
+    roots, (transcript, history, goose_db, opencode_db, cursor_db, gemini_log) = stores(tmp_path)
     db = tmp_path / "w" / "convarch.duckdb"
     ingest(Layout(db), roots)
     writer = subprocess.Popen([sys.executable, str(Path(agent_writers.__file__)), str(transcript), str(history),
-                               str(goose_db), str(opencode_db), str(cursor_db), str(steps), str(seed)],
+                               str(goose_db), str(opencode_db), str(cursor_db), str(gemini_log), str(steps), str(seed)],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     runs = deferred = 0
     try:
@@ -104,6 +109,7 @@ def test_ingest_while_agents_write_loads_nothing_half(tmp_path, monkeypatch, see
     # every message the writers wrote is there once
     n_claude = len(transcript.read_bytes().splitlines())
     n_cline = len(json.loads(history.read_bytes()))
-    for path, n in ((transcript, n_claude), (history, n_cline)):
+    n_gemini = len(gemini_log.read_bytes().splitlines())       # a record a line of the op-log
+    for path, n in ((transcript, n_claude), (history, n_cline), (gemini_log, n_gemini)):
         assert scalar(db, "select count(*) from stg_records where source_file = ?", [str(path)]) == n
     print(f"{runs} runs while writing, {deferred} stores caught mid-write and read again later")
