@@ -51,18 +51,21 @@ def _rows(state: duckdb.DuckDBPyConnection, ids: list[int]) -> dict[int, dict]:
     try:
         cur = state.execute("select * from source_files where file_id in (select file_id from planned_ids)")
         cols = [d[0] for d in cur.description]
-        return {r[cols.index("file_id")]: dict(zip(cols, r)) for r in cur.fetchall()}
+        at = cols.index("file_id")
+        return {r[at]: dict(zip(cols, r)) for r in cur.fetchall()}
     finally:
         state.unregister("planned_ids")
 
 
 def _unchanged(row: Known, st: snap.FileStat) -> bool:
+    """Whether the file is as the state last saw it (a SQLite database's change marks too,
+    where both are known)."""
     same_version = st.version is None or row.data_version is None or st.version == row.data_version
     return (st.inode, st.size, st.mtime_ns) == (row.inode, row.size, row.mtime_ns) and same_version and not row.gone
 
 
 def plan_files(targets, known: dict[tuple[str, str], Known], state: duckdb.DuckDBPyConnection,
-          summary: Summary) -> tuple[list[Planned], list[int]]:
+               summary: Summary) -> tuple[list[Planned], list[int]]:
     """The files found that a run has to do something with (new, changed, touched: an unchanged
     file needs nothing), and the ids of known files no longer found under the roots."""
     found: list[tuple[SourceFile, snap.FileStat, Known | None, bool]] = []
@@ -104,7 +107,7 @@ def plan_files(targets, known: dict[tuple[str, str], Known], state: duckdb.DuckD
         if twin:
             prev = dict(prev, moved_from=prev["path"])
         try:
-            plans.append(_classify(sf, st, prev))
+            plans.append(_classify(sf, st, row, prev))
         except (OSError, snap.NotRegularFile) as exc:
             summary.files_skipped += 1
             summary.skipped.append((str(sf.path), reason(exc)))
@@ -117,12 +120,12 @@ def plan_files(targets, known: dict[tuple[str, str], Known], state: duckdb.DuckD
     return plans, gone
 
 
-def _classify(sf: SourceFile, st: snap.FileStat, prev: dict | None) -> Planned:
+def _classify(sf: SourceFile, st: snap.FileStat, row: Known | None, prev: dict | None) -> Planned:
+    """`row` and `prev`: the file's narrowed and whole rows (None for a new file); a file found
+    unchanged here is one moved (touched), since plan_files passes over the others."""
     if prev is None:
         return Planned(sf, st, None, "new", 0)
-    same_version = st.version is None or prev.get("data_version") is None or st.version == prev["data_version"]
-    if (st.inode, st.size, st.mtime_ns) == (prev["inode"], prev["size"], prev["mtime_ns"]) and same_version \
-            and not prev["gone"]:
+    if _unchanged(row, st):
         return Planned(sf, st, prev, "touched" if prev.get("moved_from") else "unchanged", prev["offset"])
     if sf.container != "jsonl":
         return Planned(sf, st, prev, "rewrite", 0)

@@ -67,7 +67,7 @@ def stat_source(path: Path) -> FileStat:
     return FileStat(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
-def _open_readonly(path: Path) -> int:
+def _open_readonly(path: Path | str) -> int:
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     st = os.fstat(fd)
     if not stat.S_ISREG(st.st_mode):
@@ -266,6 +266,7 @@ def stat_family(path: Path) -> FileStat:
     one that left every size and time as they were."""
     main = stat_source(path)
     size, mtime = main.size, main.mtime_ns
+    marks = {"": _mark(str(path), *CHANGE_MARKS[""])}
     for suffix in SQLITE_SIDECARS:
         try:
             st = os.stat(f"{path}{suffix}", follow_symlinks=False)
@@ -274,7 +275,10 @@ def stat_family(path: Path) -> FileStat:
         if stat.S_ISREG(st.st_mode):
             size += st.st_size
             mtime = max(mtime, st.st_mtime_ns)
-    return FileStat(main.dev, main.inode, size, mtime, data_version(path))
+            if suffix in CHANGE_MARKS:         # only a sidecar found is opened for its marks
+                marks[suffix] = _mark(f"{path}{suffix}", *CHANGE_MARKS[suffix])
+    # as hex, one field a file of CHANGE_MARKS ("" for one missing or too short to hold them)
+    return FileStat(main.dev, main.inode, size, mtime, ".".join(marks.get(s, "") for s in CHANGE_MARKS))
 
 
 #: Where SQLite marks a change in each file of a database, (offset, length): the database
@@ -286,15 +290,10 @@ def stat_family(path: Path) -> FileStat:
 CHANGE_MARKS = {"": (24, 4), "-wal": (12, 12)}
 
 
-def data_version(path: Path) -> str:
-    """The database's change marks (CHANGE_MARKS) as hex, read from the live files without
-    SQLite: "" for a file too short to hold them."""
-    return ".".join(_mark(f"{path}{suffix}", *where) for suffix, where in CHANGE_MARKS.items())
-
-
 def _mark(path: str, offset: int, length: int) -> str:
+    """A file's change mark as hex, read from the live file without SQLite."""
     try:
-        fd = _open_readonly(Path(path))
+        fd = _open_readonly(path)
     except (FileNotFoundError, NotRegularFile):
         return ""
     try:

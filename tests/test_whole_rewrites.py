@@ -573,7 +573,7 @@ def test_an_old_session_renamed_loads_its_own_row_alone(tmp_path, name, db_path,
 def test_a_database_changed_in_place_inside_one_tick_of_its_time_is_read_again(tmp_path):
     """A commit that keeps the database's size, made inside the tick of the clock that stamped
     its time at the last read, leaves size and time as they were: SQLite's own change counter
-    (etl/snapshot.py data_version) tells the run to read it again."""
+    (etl/snapshot.py CHANGE_MARKS) tells the run to read it again."""
     import sqlite3
 
     name, db_path, rename = RENAMES[0]
