@@ -281,7 +281,8 @@ def stat_family(path: Path) -> FileStat:
     return FileStat(main.dev, main.inode, size, mtime, ".".join(marks.get(s, "") for s in CHANGE_MARKS))
 
 
-#: Where SQLite marks a change in each file of a database, (offset, length): the database
+#: Where SQLite marks a change in each file of a database, (offset, length), read into the
+#: store's data version (FileStat.version, kept as source_files.data_version): the database
 #: header's file change counter, which every commit in rollback-journal mode raises, and the
 #: -wal header's checkpoint sequence and salts, new each time the -wal starts over from its
 #: first frame (and may then keep its size). A file's time alone misses a commit that keeps

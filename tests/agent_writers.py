@@ -63,8 +63,7 @@ def append_record(path: Path, record: dict, rng: random.Random) -> None:
 def rewrite_history(path: Path, history: list, rng: random.Random) -> None:
     data = json.dumps(history).encode()
     cuts = sorted(rng.sample(range(1, len(data)), 2))
-    with open(path, "wb") as fh:          # truncated first, as writeFile does
-        fh.flush()
+    with open(path, "wb") as fh:          # truncated at open, as writeFile does, and left so a moment
         time.sleep(rng.uniform(0, 0.02))
         for a, b in zip([0, *cuts], [*cuts, len(data)]):
             fh.write(data[a:b])
