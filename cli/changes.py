@@ -1,10 +1,11 @@
 """Wake `convarch watch` as soon as a store changes, not only when its polling interval ends.
 
 The operating system's own change notices (inotify, FSEvents, kqueue, ReadDirectoryChangesW;
-watchdog puts one interface over them) say only *that* something under a store moved; ingest
-still finds *what* changed from its watermarks. So a spurious notice costs one no-change run
-(a stat per file) and a missed one is caught by the next poll: notices make watch prompt, never
-responsible for correctness. Where the platform has no native notices, watch polls alone:
+watchdog puts one interface over them) name the paths written, created, deleted or moved; a
+pick-up looks at just those (etl/look.py) and still finds *what* changed in them from its
+watermarks. So a spurious notice costs a stat, and a missed one is caught by the full look
+watch makes every `--interval`: notices make watch prompt and cheap, never responsible for
+correctness. Where the platform has no native notices, watch polls alone:
 watchdog's own fallback would stat every file every second, which a no-change ingest already
 does more cheaply.
 """
@@ -15,6 +16,7 @@ import threading
 import time
 from collections.abc import Iterable
 from pathlib import Path
+from typing import NamedTuple
 
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
@@ -22,6 +24,19 @@ from watchdog.observers.polling import PollingObserver
 
 #: Notices that a file was only read, which ingest itself causes when it snapshots a store.
 READ_ONLY = frozenset({"opened", "closed_no_write"})
+#: Notices that a file's bytes or times changed.
+WRITTEN = frozenset({"modified", "closed", "attrib"})
+#: Notices that a path came, went or moved: the store is listed again.
+LISTED = frozenset({"created", "deleted", "moved"})
+
+
+class Noticed(NamedTuple):
+    """The paths noticed between two looks (etl/look.py spells them as Look does); `lost`
+    when the system said notices were dropped, or gave one of a kind not known here."""
+
+    written: frozenset[str]
+    listed: frozenset[str]
+    lost: bool
 
 
 class StoreChanges(FileSystemEventHandler):
@@ -38,7 +53,10 @@ class StoreChanges(FileSystemEventHandler):
         self._first: float | None = None     # monotonic time of the first notice not yet looked at
         self._last: float | None = None
         self._ignore = tuple(ignore)      # path prefixes whose changes are ours (the warehouse)
-        self._watched: set[Path] = set()
+        self._written: set[str] = set()
+        self._listed: set[str] = set()
+        self._lost = False
+        self._watched: dict[Path, bool] = {}      # folder: whether everything below it is too
         self._observer = None if Observer is PollingObserver else Observer()
         self._started = False
 
@@ -56,39 +74,61 @@ class StoreChanges(FileSystemEventHandler):
         for root in roots:
             recursive = root.is_dir()
             folder = (root if recursive else root.parent).absolute()
-            if folder in self._watched or not folder.is_dir():
+            if self._watched.get(folder, False) or (folder in self._watched and not recursive) or not folder.is_dir():
                 continue
             try:
                 self._observer.schedule(self, str(folder), recursive=recursive)
             except OSError as exc:
                 problems.append(f"{folder}: {exc.strerror or exc}; polled every interval instead")
                 continue
-            self._watched.add(folder)
+            self._watched[folder] = recursive
         if self._watched and not self._started:
             self._observer.start()
             self._started = True
         return problems
 
+    def watching(self, root: Path) -> bool:
+        """Whether notices speak for everything under `root` (its folder is watched)."""
+        if self._observer is None:
+            return False
+        is_dir = root.is_dir()
+        folder = (root if is_dir else root.parent).absolute()
+        return any((folder == w and (below or not is_dir)) or (below and folder.is_relative_to(w))
+                   for w, below in self._watched.items())
+
     def on_any_event(self, event: FileSystemEvent) -> None:
-        if event.event_type in READ_ONLY:
+        kind = event.event_type
+        if kind in READ_ONLY:
             return
-        if event.is_directory and event.event_type == "modified":
+        if event.is_directory and kind in ("modified", "attrib"):
             return        # an entry came or went: that entry has its own notice
         paths = [event.src_path, getattr(event, "dest_path", "") or ""]
-        paths = [p.decode(errors="replace") if isinstance(p, bytes) else p for p in paths]
-        if all(not p or (p + os.sep).startswith(self._ignore) for p in paths):
+        paths = [os.path.abspath(p.decode(errors="replace") if isinstance(p, bytes) else p) for p in paths if p]
+        paths = [p for p in paths if not (p + os.sep).startswith(self._ignore)]
+        known = kind in WRITTEN or kind in LISTED
+        if known and not paths:
             return
         with self._cv:
+            if kind in WRITTEN:
+                self._written.update(paths)
+            elif kind in LISTED:
+                self._listed.update(p + os.sep if event.is_directory else p for p in paths)
+            else:               # events lost, or a kind this does not know: look at everything
+                self._lost = True
             now = time.monotonic()
             if self._first is None:
                 self._first = now
             self._last = now
             self._cv.notify_all()
 
-    def seen(self) -> None:
-        """Everything noticed so far is about to be looked at (called just before a run)."""
+    def seen(self) -> Noticed:
+        """Everything noticed so far is about to be looked at (called just before a run):
+        the paths, handed over and forgotten here."""
         with self._cv:
             self._first = self._last = None
+            noticed = Noticed(frozenset(self._written), frozenset(self._listed), self._lost)
+            self._written, self._listed, self._lost = set(), set(), False
+            return noticed
 
     def wait(self, interval: float, debounce: float, max_wait: float) -> bool:
         """Block until the stores should be looked at again; True when a change woke us,

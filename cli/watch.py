@@ -1,10 +1,11 @@
 """`convarch watch`: keep the warehouse current while agents write.
 
 It ingests, then waits for the stores to change: the operating system's change notices wake it
-(cli/changes.py) a short debounce after a burst of writes ends, and a poll every `--interval`
-catches whatever notices cannot see (a store created after watch started, a network file
-system, a full notice queue). Each run is an ordinary ingest, so a wake-up with nothing new
-costs a stat per file; after each run it rests long enough that running takes at most
+(cli/changes.py) a short debounce after a burst of writes ends, and a run woken so looks only
+at the paths noticed since the last full look (etl/look.py). A full look, every file of every
+store, comes at least every `--interval`, and catches whatever notices cannot see (a store
+created after watch started, a network file system, a full notice queue); where there are no
+notices every run is one. After each run it rests long enough that running takes at most
 `--share` of the time.
 """
 from __future__ import annotations
@@ -20,6 +21,7 @@ from convarch.cli.ingest import workers_option
 from convarch.cli.targets import default_targets
 from convarch.etl.errors import Busy
 from convarch.etl.ingest import ingest as run_ingest
+from convarch.etl.look import Look
 from convarch.etl.summary import Summary
 
 
@@ -50,6 +52,11 @@ class ReadBudget:
 
     def deferred(self, now: float) -> set[str]:
         return {path for path, t in self._not_before.items() if t > now}
+
+    def spaced(self) -> set[str]:
+        """Every store being spaced out: a run woken by other notices looks at these too, so
+        one put off is read once its time comes even if it was not written again since."""
+        return set(self._not_before)
 
     def note(self, read_seconds: dict[str, float], now: float) -> list[tuple[str, float, float]]:
         """Remember this run's reads; returns (path, read seconds, gap) for each store newly
@@ -87,7 +94,8 @@ def pick_up_seconds(s: Summary) -> dict[str, float]:
 
 @click.command()
 @click.option("--interval", default=30.0, show_default=True, type=click.FloatRange(min=0.5),
-              help="Seconds between looks when no change notice arrives.")
+              help="Seconds between looks when no change notice arrives, and at most between full looks at "
+                   "every file (a run woken by a notice looks only at the paths noticed).")
 @click.option("--debounce", default=2.0, show_default=True, type=click.FloatRange(min=0),
               help="Seconds of quiet after a change before looking.")
 @click.option("--max-wait", default=20.0, show_default=True, type=click.FloatRange(min=0),
@@ -108,19 +116,33 @@ def watch(obj, interval: float, debounce: float, max_wait: float, share: float, 
     if not changes.native:
         _say(f"no file-system change notices on this platform: looking every {interval:g} s")
     done = 0
+    listings: dict = {}                         # each store's files as last listed (etl/look.py)
+    written: set[str] = set()                   # paths noticed since the last full look
+    listed: set[str] = set()
+    last_full: float | None = None
     try:
         while runs is None or done < runs:
             targets = [t for a in adapters.ADAPTERS.values() for t in default_targets(a)]
+            # a store not watched before now may have changed unnoticed: looked at whole
+            unwatched = frozenset(str(root) for _, root in targets if not changes.watching(root))
             for problem in changes.watch(root for _, root in targets):
                 _say(f"cannot watch {problem}")
-            changes.seen()
+            noticed = changes.seen()
+            written |= noticed.written
+            listed |= noticed.listed
             started = time.monotonic()
+            full = last_full is None or noticed.lost or started - last_full >= interval
+            look = Look(frozenset(written | budget.spaced()), frozenset(listed), unwatched, full, listings)
             try:
                 s = run_ingest(layout, targets, wait_seconds=interval, defer=budget.deferred(time.monotonic()),
-                               workers=workers)
+                               workers=workers, look=look)
             except Busy as exc:
                 _say(f"skipped: {exc}")
                 s = None
+            if s is not None and full:
+                last_full = started
+                written.clear()
+                listed.clear()
             rest = rest_after(time.monotonic() - started, share, max_wait)
             done += 1
             if s is not None:

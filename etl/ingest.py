@@ -20,6 +20,7 @@ import pyarrow as pa
 from convarch.etl import session_parts
 from convarch.etl.layout import Layout
 from convarch.etl.extract import earlier_context, extract, index
+from convarch.etl.look import Look
 from convarch.etl.plan import known_files, plan_files
 from convarch.etl.chains import materialize
 from convarch.etl.live_lines import live_lines
@@ -49,6 +50,7 @@ def ingest(
     redact: bool = False,
     workers: int | None = None,
     defer: Collection[str] = (),
+    look: Look | None = None,
 ) -> Summary:
     """Ingest every (adapter, store root) pair into the warehouse at `layout`.
 
@@ -57,16 +59,18 @@ def ingest(
     side (default: one per core, at most 4). A store read whole, or a file appended to, whose
     path is in `defer` is left as it was last read even if it changed (`watch` spaces out the
     reads of big stores and the pick-ups of long transcripts, whose chains are rebuilt whole);
-    a later run reads it.
+    a later run reads it. With a `look` (`watch`, from change notices), only the files it
+    names are looked at (etl/look.py).
     """
     old_umask = os.umask(0o077)  # whatever DuckDB or we create is private to the user
     try:
-        return _ingest(layout, list(targets), on_plan, progress, wait_seconds, redact, workers, frozenset(defer))
+        return _ingest(layout, list(targets), on_plan, progress, wait_seconds, redact, workers, frozenset(defer),
+                       look)
     finally:
         os.umask(old_umask)
 
 
-def _ingest(layout, targets, on_plan, progress, wait_seconds, redact, n_workers, defer) -> Summary:
+def _ingest(layout, targets, on_plan, progress, wait_seconds, redact, n_workers, defer, look) -> Summary:
     t0 = time.monotonic()
     layout.create()
     state = open_state(layout.state_db, wait_seconds=wait_seconds)
@@ -88,7 +92,7 @@ def _ingest(layout, targets, on_plan, progress, wait_seconds, redact, n_workers,
         )
         staging = layout.tmp / f"run-{run_id:06d}"
         staging.mkdir(mode=0o700)
-        plans, gone = plan_files(targets, known_files(state), state, summary)
+        plans, gone = plan_files(targets, known_files(state), state, summary, look)
         changed = [p for p in plans if p.action in ("new", "append", "rewrite")]
         if defer:
             # left as last read: its stat is not recorded, so the next run sees the change

@@ -2,9 +2,9 @@
 (its stat, and for a JSONL file the bytes before its watermark) and call it new, appended,
 rewritten, touched (moved, or back after it was gone) or unchanged.
 
-Under `watch` this runs at every pick-up over every file of every store, so an unchanged
-file costs a stat and a look-up, nothing more: a run over 20,000 transcripts that finds
-nothing changed takes about a third of a second, all of it included.
+An unchanged file costs a stat and a look-up, nothing more: a run over 20,000 transcripts
+that finds nothing changed takes about a third of a second, all of it included. Under `watch`
+a pick-up looks only at the files change notices named (etl/look.py).
 """
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ import pyarrow as pa
 
 from convarch.adapters.base import SourceFile
 from convarch.etl import snapshot as snap
+from convarch.etl.look import Look, Named
 from convarch.etl.read_file import Planned, reason
 from convarch.etl.summary import Summary
 
@@ -65,17 +66,21 @@ def _unchanged(row: Known, st: snap.FileStat) -> bool:
 
 
 def plan_files(targets, known: dict[tuple[str, str], Known], state: duckdb.DuckDBPyConnection,
-               summary: Summary) -> tuple[list[Planned], list[int]]:
+               summary: Summary, look: Look | None = None) -> tuple[list[Planned], list[int]]:
     """The files found that a run has to do something with (new, changed, touched: an unchanged
-    file needs nothing), and the ids of known files no longer found under the roots."""
+    file needs nothing), and the ids of known files no longer found under the roots. With a
+    `look`, only the files it names are looked at, and only they can be found gone."""
     found: list[tuple[SourceFile, snap.FileStat, Known | None, bool]] = []
     seen: set[tuple[str, str]] = set()
-    roots: list[tuple[str, str]] = []
+    roots: list[tuple[str, str, Named | None]] = []
     by_inode: dict | None = None           # made at the first new file: most runs have none
     moved: set[int] = set()
     for adapter, root in targets:
-        roots.append((adapter.NAME, str(root)))
-        for sf in adapter.discover(root):
+        files, named = (adapter.discover(root), None) if look is None else look.files(adapter, root)
+        if files is None:
+            continue           # nothing noticed under it
+        roots.append((adapter.NAME, str(root), named))
+        for sf in files:
             key = (sf.source, str(sf.path))
             if key in seen:
                 continue
@@ -111,13 +116,23 @@ def plan_files(targets, known: dict[tuple[str, str], Known], state: duckdb.DuckD
         except (OSError, snap.NotRegularFile) as exc:
             summary.files_skipped += 1
             summary.skipped.append((str(sf.path), reason(exc)))
-    gone = [
+    return plans, _gone(known, seen, moved, roots)
+
+
+def _gone(known: dict[tuple[str, str], Known], seen: set, moved: set[int], roots: list) -> list[int]:
+    """The ids of known files under the roots looked at that were not found there (nor moved);
+    under a narrowed root, only files a notice named. When every root is narrowed to files,
+    only those are looked up, not every file the state knows."""
+    rows = known.items()
+    if all(named is not None and not named.folders for _, _, named in roots):
+        rows = [((s, p), known[(s, p)]) for s, _, named in roots for p in named.paths if (s, p) in known]
+    return [
         row.file_id
-        for (source, path), row in known.items()
+        for (source, path), row in rows
         if not row.gone and (source, path) not in seen and row.file_id not in moved
-        and any(source == s and (path == r or path.startswith(r.rstrip(os.sep) + os.sep)) for s, r in roots)
+        and any(source == s and (path == r or path.startswith(r.rstrip(os.sep) + os.sep))
+                and (named is None or named(path)) for s, r, named in roots)
     ]
-    return plans, gone
 
 
 def _classify(sf: SourceFile, st: snap.FileStat, row: Known | None, prev: dict | None) -> Planned:

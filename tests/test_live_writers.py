@@ -22,6 +22,8 @@ from convarch.adapters import claude_code, cline, cursor, gemini_cli, goose, ope
 from convarch.etl import settled
 from convarch.etl.ingest import ingest
 from convarch.etl.layout import Layout
+from convarch.etl.look import Look
+from convarch.cli.changes import StoreChanges
 from conftest import REPO
 from helpers import rows, scalar
 from test_parallel_load import TABLES, snapshot_of
@@ -68,23 +70,48 @@ def stores(tmp_path: Path) -> tuple[list, list[Path]]:
 
 
 #: a longer soak (about 40 runs while the writers work), with CONVARCH_SLOW=1
-SOAK = pytest.param(3, 2000, marks=[pytest.mark.slow, pytest.mark.skipif(
-    os.environ.get("CONVARCH_SLOW") != "1", reason="a long soak: set CONVARCH_SLOW=1")])
+SLOW = [pytest.mark.slow, pytest.mark.skipif(os.environ.get("CONVARCH_SLOW") != "1", reason="a long soak: set CONVARCH_SLOW=1")]
 
 
-@pytest.mark.parametrize("seed, steps", [(1, 160), (2, 160), SOAK])
-def test_ingest_while_agents_write_loads_nothing_half(tmp_path, monkeypatch, seed, steps):
+class Notices:
+    """Runs narrowed as `watch` narrows them (etl/look.py), by the file-system notices of the
+    stores, but stricter: each run looks only at what was noticed since the run before, where
+    watch keeps looking at every path noticed since its last full look."""
+
+    def __init__(self, roots):
+        self.changes = StoreChanges()
+        if not self.changes.native:
+            pytest.skip("no native file-system change notices on this platform")
+        assert self.changes.watch(root for _, root in roots) == []
+        self.unwatched = frozenset(str(root) for _, root in roots if not self.changes.watching(root))
+        self.listings: dict = {}
+        self.full = True
+
+    def look(self) -> Look:
+        noticed = self.changes.seen()
+        look = Look(noticed.written, noticed.listed, self.unwatched, self.full or noticed.lost, self.listings)
+        self.full = False
+        return look
+
+
+@pytest.mark.parametrize("seed, steps, narrowed", [(1, 160, False), (2, 160, False), (4, 160, True),
+                                                    pytest.param(3, 2000, False, marks=SLOW),
+                                                    pytest.param(5, 2000, True, marks=SLOW)])
+def test_ingest_while_agents_write_loads_nothing_half(tmp_path, monkeypatch, seed, steps, narrowed):
     monkeypatch.setattr(settled, "WRITING_SECONDS", WINDOW)
     roots, (transcript, history, goose_db, opencode_db, cursor_db, gemini_log) = stores(tmp_path)
     db = tmp_path / "w" / "convarch.duckdb"
-    ingest(Layout(db), roots)
+    notices = Notices(roots) if narrowed else None
+    time.sleep(0.2 if narrowed else 0)         # the observer settles before anything is written
+    look = (lambda: notices.look()) if narrowed else (lambda: None)
+    ingest(Layout(db), roots, look=look())
     writer = subprocess.Popen([sys.executable, str(Path(agent_writers.__file__)), str(transcript), str(history),
                                str(goose_db), str(opencode_db), str(cursor_db), str(gemini_log), str(steps), str(seed)],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     runs = deferred = 0
     try:
         while writer.poll() is None or runs == 0:
-            s = ingest(Layout(db), roots)
+            s = ingest(Layout(db), roots, look=look())
             runs += 1
             deferred += sum("being written" in why for _, why in s.skipped)
             # a run mid-write sets aside nothing: a torn copy waits for the next run
@@ -94,9 +121,16 @@ def test_ingest_while_agents_write_loads_nothing_half(tmp_path, monkeypatch, see
             assert not rows(db, bad), rows(db, bad)
     finally:
         out, err = writer.communicate(timeout=60)
+        if notices:
+            time.sleep(WINDOW + 0.1)
+            final = notices.look()
+            notices.changes.stop()
     assert writer.returncode == 0 and out.strip() == str(steps), err
-    time.sleep(WINDOW + 0.1)
-    s = ingest(Layout(db), roots)
+    if not notices:
+        time.sleep(WINDOW + 0.1)
+    s = ingest(Layout(db), roots, look=final if notices else None)
+    if notices:               # the last run too looked only at what was noticed
+        assert not final.full and s.files_scanned < sum(1 for a, r in roots for _ in a.discover(r))
     assert (s.quarantined, s.files_skipped) == (0, 0), s.skipped
     assert scalar(db, "select count(*) from quarantine") == 0
     fresh = tmp_path / "fresh" / "convarch.duckdb"
