@@ -62,14 +62,16 @@ _BLANK = b" \t\r\n"
 
 def looks_whole(path: Path, probe: int = 4096) -> bool:
     """Whether a copy is what its writer finished: a JSON document (.json) begins with { or [,
-    ends with its match and parses to its end, and a log read whole (.jsonl) is empty or ends
-    with a newline; a write cut short ends where the writer had got to. Files of other kinds
-    (Aider's Markdown) are taken as they are.
+    ends with its match and parses to its end, a log read whole (.jsonl) is empty or ends
+    with a newline, and a YAML document (Copilot CLI's workspace.yaml) is not empty and ends
+    with one; a write cut short ends where the writer had got to (a YAML file caught truncated
+    or half written out had loaded as a session with no summary, or half of one). Files of
+    other kinds (Aider's Markdown) are taken as they are.
 
     The brackets reject most cuts at once; the parse catches the cut that happens to end on a
     bracket matching the first (a Cline history cut just after a message's content array).
     Only a file written in the last few seconds is asked (etl/containers.py)."""
-    if path.suffix not in (".json", ".jsonl"):
+    if path.suffix not in (".json", ".jsonl", ".yaml", ".yml"):
         return True
     with open(path, "rb") as fh:
         head = fh.read(probe).lstrip(_BLANK)
@@ -78,6 +80,8 @@ def looks_whole(path: Path, probe: int = 4096) -> bool:
         end = fh.read()
     if path.suffix == ".jsonl":
         return not end or end.endswith(b"\n")
+    if path.suffix != ".json":
+        return bool(head) and end.endswith(b"\n")
     tail = end.rstrip(_BLANK)
     return bool(head) and bool(tail) and _PAIRS.get(head[0]) == tail[-1] and _parses(path, size)
 

@@ -1,5 +1,5 @@
 """Agents at work, for tests that ingest while they write: run as a script in its own process,
-it writes three stores the way their agents do, step after step, with short pauses inside
+it writes eight stores the way their agents do, step after step, with short pauses inside
 each write so that a run can catch one half done.
 
 - a Claude Code transcript gains records, each line written in two parts (the first part
@@ -16,9 +16,16 @@ each write so that a run can catch one half done.
   place as it streams; an older chat is taken up again; and UI state is written on its own;
 - a Gemini CLI op-log (appended, but read whole and replayed) gains a question, then an answer
   written twice under one id (first as it starts, then complete), and now and then a `$set`;
-  each line written in two parts.
+  each line written in two parts;
+- a Codex CLI rollout gains turns: a turn context (now and then naming another model, which
+  the lines after it carry), the user's message, reasoning, a tool call and its output, the
+  answer and a token count, each line written in two parts;
+- a Copilot CLI session folder gains events chained by parentId, each line written in two
+  parts, and its workspace.yaml is written out again now and then, truncated first, its
+  summary ending "(end)" so a torn one shows.
 
-    python tests/agent_writers.py TRANSCRIPT HISTORY GOOSE_DB OPENCODE_DB CURSOR_DB GEMINI_LOG STEPS SEED
+    python tests/agent_writers.py TRANSCRIPT HISTORY GOOSE_DB OPENCODE_DB CURSOR_DB GEMINI_LOG \
+        CODEX_ROLLOUT COPILOT_SESSION STEPS SEED
 
 It prints the number of steps done when it ends.
 """
@@ -206,8 +213,106 @@ class GeminiWriter:
         append_record(self.path, record, rng)
 
 
+class CodexWriter:
+    """Codex CLI's rollout of one session: the lines of a turn appended one by one."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.model = "gpt-5-codex"
+        self.turn = 0
+
+    def line(self, at: str, kind: str, payload: dict, rng: random.Random) -> None:
+        append_record(self.path, {"timestamp": at, "type": kind, "payload": payload}, rng)
+
+    def step(self, step: int, rng: random.Random) -> None:
+        at = f"2026-12-01T12:{step // 60 % 60:02d}:{step % 60:02d}.000Z"
+        text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 200)))
+        what = rng.random()
+        if what < 0.25:
+            self.turn += 1
+            if rng.random() < 0.3:
+                self.model = "gpt-5" if self.model == "gpt-5-codex" else "gpt-5-codex"
+            self.line(at, "turn_context", {"turn_id": f"turn-{self.turn}", "cwd": "/home/live/app",
+                                           "approval_policy": "on-request", "model": self.model}, rng)
+            self.line(at, "response_item", {"type": "message", "role": "user",
+                                            "content": [{"type": "input_text", "text": text}]}, rng)
+            self.line(at, "event_msg", {"type": "user_message", "message": text, "images": []}, rng)
+        elif what < 0.5:
+            call = f"call_{step}"
+            self.line(at, "response_item", {"type": "function_call", "name": "exec_command", "call_id": call,
+                                            "arguments": json.dumps({"cmd": f"grep -rn {rng.choice(WORDS)} ."})}, rng)
+            self.line(at, "response_item", {"type": "function_call_output", "call_id": call,
+                                            "output": f"Process exited with code 0\nOutput:\n{text}"}, rng)
+        elif what < 0.75:
+            self.line(at, "event_msg", {"type": "agent_reasoning", "text": f"**{text[:40]}**"}, rng)
+            self.line(at, "response_item", {"type": "message", "role": "assistant",
+                                            "content": [{"type": "output_text", "text": text}]}, rng)
+        else:
+            self.line(at, "event_msg", {"type": "token_count", "info": {"total_token_usage": {
+                "input_tokens": 1000 + step, "cached_input_tokens": 10, "output_tokens": 50 + step,
+                "reasoning_output_tokens": 5, "total_tokens": 1050 + 2 * step}}}, rng)
+
+
+COPILOT_SESSION = "0b7e3c1d-2f4a-4b6c-8d9e-1a2b3c4d5e6f"
+
+
+def copilot_workspace(summary: str, updated: str) -> str:
+    return (f"id: {COPILOT_SESSION}\ncwd: /home/live/app\ngit_root: /home/live/app\nbranch: main\n"
+            f"summary: {summary}\nsummary_count: 1\ncreated_at: 2026-12-01T13:00:00.000Z\nupdated_at: {updated}\n")
+
+
+class CopilotWriter:
+    """Copilot CLI's session folder: events.jsonl appended, workspace.yaml written out again."""
+
+    def __init__(self, folder: Path):
+        self.events = folder / "events.jsonl"
+        self.workspace = folder / "workspace.yaml"
+        with open(self.events, "rb") as fh:
+            self.parent = json.loads(fh.read().splitlines()[-1])["id"]
+        self.tool: str | None = None
+
+    def event(self, step: int, n: int, kind: str, data: dict, rng: random.Random) -> None:
+        eid = f"ev-{step}-{n}"
+        append_record(self.events, {"type": kind, "data": data, "id": eid, "parentId": self.parent,
+                                    "timestamp": f"2026-12-01T13:{step // 60 % 60:02d}:{step % 60:02d}.{n:03d}Z"}, rng)
+        self.parent = eid
+
+    def step(self, step: int, rng: random.Random) -> None:
+        text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 200)))
+        what = rng.random()
+        if what < 0.2:
+            rewrite_text(self.workspace, copilot_workspace(f"Work through step {step} of {text[:60]} (end)",
+                                                           f"2026-12-01T13:{step // 60 % 60:02d}:{step % 60:02d}.000Z"), rng)
+        elif self.tool is not None:
+            self.event(step, 0, "tool.execution_complete", {"toolCallId": self.tool, "success": True,
+                                                            "result": {"content": text}}, rng)
+            self.tool = None
+        elif what < 0.55:
+            self.event(step, 0, "user.message", {"content": text, "transformedContent": text, "attachments": []}, rng)
+            self.event(step, 1, "assistant.turn_start", {"turnId": str(step)}, rng)
+        else:
+            call = f"call_{step}" if rng.random() < 0.5 else None
+            requests = [{"toolCallId": call, "name": "bash", "arguments": {"command": "pytest -q"},
+                         "type": "function"}] if call else []
+            self.event(step, 0, "assistant.message", {"messageId": f"msg-{step}", "content": text,
+                                                      "toolRequests": requests, "outputTokens": 20}, rng)
+            if call:
+                self.event(step, 1, "tool.execution_start", {"toolCallId": call, "toolName": "bash",
+                                                             "arguments": {"command": "pytest -q"}}, rng)
+                self.tool = call
+
+
+def rewrite_text(path: Path, text: str, rng: random.Random) -> None:
+    """A small file written out again as Node's writeFile does it: truncated at open, then
+    written in one call (a reader sees it empty, or whole)."""
+    with open(path, "wb") as fh:
+        fh.flush()
+        time.sleep(rng.uniform(0, 0.02))
+        fh.write(text.encode())
+
+
 def main(transcript: Path, history_path: Path, goose_db: Path, opencode_db: Path, cursor_db: Path,
-         gemini_log: Path, steps: int, seed: int) -> int:
+         gemini_log: Path, codex_rollout: Path, copilot_session: Path, steps: int, seed: int) -> int:
     rng = random.Random(seed)
     parent = None
     with open(transcript, "rb") as fh:
@@ -220,14 +325,16 @@ def main(transcript: Path, history_path: Path, goose_db: Path, opencode_db: Path
     opencode = OpenCodeWriter(opencode_db)
     cursor = CursorWriter(cursor_db)
     gemini = GeminiWriter(gemini_log)
+    codex = CodexWriter(codex_rollout)
+    copilot = CopilotWriter(copilot_session)
     done = 0
     for step in range(steps):
         what = rng.random()
-        if what < 0.2:
+        if what < 0.16:
             record = claude_record(step, parent, rng)
             append_record(transcript, record, rng)
             parent = record["uuid"]
-        elif what < 0.38:
+        elif what < 0.3:
             i = len(history)
             if i % 2 == 1 and rng.random() < 0.5:
                 # an answer written in part, then again whole
@@ -237,12 +344,16 @@ def main(transcript: Path, history_path: Path, goose_db: Path, opencode_db: Path
             else:
                 history.append(cline_message(i, random.Random(seed * 1000 + i)))
             rewrite_history(history_path, history, rng)
-        elif what < 0.52:
+        elif what < 0.42:
             opencode.step(step, rng)
-        elif what < 0.68:
+        elif what < 0.55:
             cursor.step(step, rng)
-        elif what < 0.84:
+        elif what < 0.67:
             gemini.step(step, rng)
+        elif what < 0.78:
+            codex.step(step, rng)
+        elif what < 0.89:
+            copilot.step(step, rng)
         else:
             text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 200)))
             con.execute("insert into messages (message_id, session_id, role, content_json, created_timestamp) "
@@ -260,5 +371,5 @@ def main(transcript: Path, history_path: Path, goose_db: Path, opencode_db: Path
 
 
 if __name__ == "__main__":
-    t, h, g, o, c, m, n, s = sys.argv[1:9]
-    print(main(Path(t), Path(h), Path(g), Path(o), Path(c), Path(m), int(n), int(s)), flush=True)
+    *paths, n, s = sys.argv[1:11]
+    print(main(*map(Path, paths), int(n), int(s)), flush=True)

@@ -245,6 +245,31 @@ def test_appends_load_incrementally_and_workspace_rewrites_replace(tmp_path):
     assert scalar(db, "select count(*) from stg_records where record_type = 'workspace'") == 1
 
 
+def test_a_workspace_caught_truncated_or_cut_waits_for_the_next_run(tmp_path, monkeypatch):
+    """Copilot writes workspace.yaml out again whole: caught truncated or cut mid-line, it had
+    loaded as a session with no title, or half of one, until the next run."""
+    from convarch.etl import settled
+
+    monkeypatch.setattr(settled, "WRITING_SECONDS", 5.0)
+    home = copilot_home(tmp_path)
+    workspace = home / "session-state" / A / "workspace.yaml"
+    db = tmp_path / "w.duckdb"
+    os.utime(workspace, (0, 0))              # written long ago: read as it is
+    run(db, home)
+    title = scalar(db, "select title from sessions where session_id = ?", [A])
+    whole = workspace.read_bytes().replace(b"summary: ", b"summary: Renamed ")
+    for torn in (b"", whole[: whole.index(b"summary: ") + 12]):
+        workspace.write_bytes(torn)
+        s = run(db, home)
+        assert (s.records_added, s.quarantined, s.files_skipped) == (0, 0, 1), s
+        assert "being written" in s.skipped[0][1]
+        assert scalar(db, "select title from sessions where session_id = ?", [A]) == title
+    workspace.write_bytes(whole)
+    s = run(db, home)
+    assert (s.files_changed, s.files_skipped) == (1, 0)
+    assert scalar(db, "select title from sessions where session_id = ?", [A]) == "Renamed " + title
+
+
 def test_default_roots_and_overrides(tmp_path, monkeypatch, isolated_home):
     home = isolated_home
     env = {"XDG_CONFIG_HOME": str(home / ".config")}

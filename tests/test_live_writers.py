@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from convarch.adapters import claude_code, cline, cursor, gemini_cli, goose, opencode
+from convarch.adapters import claude_code, cline, codex, copilot_cli, cursor, gemini_cli, goose, opencode
 from convarch.etl import settled
 from convarch.etl.ingest import ingest
 from convarch.etl.layout import Layout
@@ -63,10 +63,37 @@ def stores(tmp_path: Path) -> tuple[list, list[Path]]:
     gemini_log.parent.mkdir(parents=True)
     gemini_log.write_text(json.dumps({"sessionId": "7c1d2e3f-0a4b-4c5d-8e6f-9a0b1c2d3e4f", "projectHash": "live-app",
                                       "startTime": "2026-12-01T11:00:00.000Z", "kind": "main"}) + "\n")
+    codex_home = tmp_path / "codex"
+    rollout = codex_home / "sessions" / "2026" / "12" / "01" / f"rollout-2026-12-01T12-00-00-{CODEX_SESSION}.jsonl"
+    rollout.parent.mkdir(parents=True)
+    rollout.write_text(json.dumps({"timestamp": "2026-12-01T12:00:00.000Z", "type": "session_meta", "payload": {
+        "id": CODEX_SESSION, "timestamp": "2026-12-01T12:00:00.000Z", "cwd": "/home/live/app",
+        "originator": "codex_cli_rs", "cli_version": "0.128.0", "source": "cli", "model_provider": "openai"}}) + "\n")
+    copilot_home = tmp_path / "copilot"
+    copilot_session = copilot_home / "session-state" / agent_writers.COPILOT_SESSION
+    copilot_session.mkdir(parents=True)
+    (copilot_session / "events.jsonl").write_text(json.dumps({
+        "type": "session.start", "data": {"sessionId": agent_writers.COPILOT_SESSION, "version": 1,
+                                          "copilotVersion": "1.0.11", "selectedModel": "claude-sonnet-4.5",
+                                          "context": {"cwd": "/home/live/app", "branch": "main"}},
+        "id": "ev-start", "timestamp": "2026-12-01T13:00:00.000Z", "parentId": None}) + "\n")
+    (copilot_session / "workspace.yaml").write_text(
+        agent_writers.copilot_workspace("Started (end)", "2026-12-01T13:00:00.000Z"))
     roots = [(claude_code, claude_code.resolve_root(claude_root)), (cline, cline.resolve_root(cline_root)),
              (goose, goose.resolve_root(tmp_path / "goose")), (opencode, opencode.resolve_root(opencode_db.parent)),
-             (cursor, cursor.resolve_root(cursor_home)), (gemini_cli, gemini_cli.resolve_root(gemini_home))]
-    return roots, [transcript, history, goose_db, opencode_db, cursor_db, gemini_log]
+             (cursor, cursor.resolve_root(cursor_home)), (gemini_cli, gemini_cli.resolve_root(gemini_home)),
+             (codex, codex.resolve_root(codex_home)), (copilot_cli, copilot_cli.resolve_root(copilot_home))]
+    return roots, [transcript, history, goose_db, opencode_db, cursor_db, gemini_log, rollout, copilot_session]
+
+
+CODEX_SESSION = "3c9d7e21-5a4b-4f6c-9e8d-7b6a5c4d3e2f"
+#: the Copilot session's summary as loaded: each one its writer wrote ends "(end)"
+SUMMARY = "select text from stg_records where source = 'copilot_cli' and record_type = 'workspace'"
+
+
+def agent_writers_summary(session: Path) -> str:
+    return next(line[len("summary: "):] for line in (session / "workspace.yaml").read_text().splitlines()
+                if line.startswith("summary: "))
 
 
 #: a longer soak (about 40 runs while the writers work), with CONVARCH_SLOW=1
@@ -99,14 +126,14 @@ class Notices:
                                                     pytest.param(5, 2000, True, marks=SLOW)])
 def test_ingest_while_agents_write_loads_nothing_half(tmp_path, monkeypatch, seed, steps, narrowed):
     monkeypatch.setattr(settled, "WRITING_SECONDS", WINDOW)
-    roots, (transcript, history, goose_db, opencode_db, cursor_db, gemini_log) = stores(tmp_path)
+    roots, paths = stores(tmp_path)
+    transcript, history, goose_db, opencode_db, cursor_db, gemini_log, rollout, copilot_session = paths
     db = tmp_path / "w" / "convarch.duckdb"
     notices = Notices(roots) if narrowed else None
     time.sleep(0.2 if narrowed else 0)         # the observer settles before anything is written
     look = (lambda: notices.look()) if narrowed else (lambda: None)
     ingest(Layout(db), roots, look=look())
-    writer = subprocess.Popen([sys.executable, str(Path(agent_writers.__file__)), str(transcript), str(history),
-                               str(goose_db), str(opencode_db), str(cursor_db), str(gemini_log), str(steps), str(seed)],
+    writer = subprocess.Popen([sys.executable, str(Path(agent_writers.__file__)), *map(str, paths), str(steps), str(seed)],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     runs = deferred = 0
     try:
@@ -119,6 +146,8 @@ def test_ingest_while_agents_write_loads_nothing_half(tmp_path, monkeypatch, see
             # (a transcript's incomplete last line is listed there as pending, and loads once whole)
             bad = "select * from quarantine where reason <> 'truncated_tail'"
             assert not rows(db, bad), rows(db, bad)
+            # a document caught truncated or half written out is not loaded as it was then
+            assert all(text.endswith("(end)") for (text,) in rows(db, SUMMARY)), rows(db, SUMMARY)
     finally:
         out, err = writer.communicate(timeout=60)
         if notices:
@@ -141,9 +170,11 @@ def test_ingest_while_agents_write_loads_nothing_half(tmp_path, monkeypatch, see
         # lines kept where they were loaded keep their numbers: compare their order
         assert in_line_order(view, got[view]) == in_line_order(view, want[view]), (view, runs, deferred)
     # every message the writers wrote is there once
-    n_claude = len(transcript.read_bytes().splitlines())
     n_cline = len(json.loads(history.read_bytes()))
-    n_gemini = len(gemini_log.read_bytes().splitlines())       # a record a line of the op-log
-    for path, n in ((transcript, n_claude), (history, n_cline), (gemini_log, n_gemini)):
-        assert scalar(db, "select count(*) from stg_records where source_file = ?", [str(path)]) == n
+    events = copilot_session / "events.jsonl"
+    for path in (transcript, gemini_log, rollout, events):
+        n = len(path.read_bytes().splitlines())
+        assert scalar(db, "select count(*) from stg_records where source_file = ?", [str(path)]) == n, path
+    assert scalar(db, "select count(*) from stg_records where source_file = ?", [str(history)]) == n_cline
+    assert [text for (text,) in rows(db, SUMMARY)] == [agent_writers_summary(copilot_session)]
     print(f"{runs} runs while writing, {deferred} stores caught mid-write and read again later")

@@ -234,6 +234,9 @@ def test_a_commit_during_the_copy_that_keeps_size_and_time_is_copied_again(tmp_p
     ("doc.json", b'[NaN, 123456789012345678901234567890]', True),
     ("log.jsonl", b'{"a": 1}\n{"b": 2}\n', True), ("log.jsonl", b"", True), ("log.jsonl", b'{"a": 1}\n{"b"', False),
     ("history.md", b"# aider chat started\n> half a li", True),
+    # Copilot CLI's workspace.yaml: truncated, or cut inside a line
+    ("workspace.yaml", b"id: s1\nsummary: Add a flag\n", True), ("workspace.yaml", b"", False),
+    ("workspace.yaml", b"id: s1\nsumm", False), ("state.yml", b"id: s1\n", True),
 ])
 def test_a_file_cut_short_does_not_look_whole(tmp_path, name, text, whole):
     path = tmp_path / name
