@@ -7,9 +7,10 @@ moved, so a pick-up can look at just those: a store with no notice is not listed
 whose files were only written is not listed again either (its last listing is kept), and of
 its files only the ones named are stat-ed and compared with their watermarks.
 
-Notices can be lost (a full queue, a network file system, a path spelt another way), so this
-only ever narrows a run that `watch` also follows with a full look every `--interval`; a file
-a notice missed waits for that look, as every change did before notices narrowed anything.
+Notices can be lost (a full queue, a network file system, a path spelt in a way not foreseen
+here), so this only ever narrows a run that `watch` also follows with a full look every
+`--interval`; a file a notice missed waits for that look, as every change did before notices
+narrowed anything.
 """
 from __future__ import annotations
 
@@ -64,12 +65,23 @@ class Look:
         name absolute paths), or inside a folder that came, went or moved."""
         if not os.path.isabs(root):
             return None
-        if any(f.endswith(os.sep) and (root + os.sep).startswith(f) for f in self.listed):
+        written, listed = _spelt_as(root, self.written), _spelt_as(root, self.listed)
+        if any(f.endswith(os.sep) and (root + os.sep).startswith(f) for f in listed):
             return None
         prefix = root if not os.path.isdir(root) else root.rstrip(os.sep) + os.sep
-        paths = frozenset(p for p in (self.written | self.listed) if p.startswith(prefix) and not p.endswith(os.sep))
-        folders = tuple(f for f in self.listed if f.endswith(os.sep) and f.startswith(prefix))
+        paths = frozenset(p for p in (written | listed) if p.startswith(prefix) and not p.endswith(os.sep))
+        folders = tuple(f for f in listed if f.endswith(os.sep) and f.startswith(prefix))
         return Named(paths, folders)
+
+
+def _spelt_as(root: str, paths: frozenset[str]) -> frozenset[str]:
+    """Paths noticed under the real location of a root reached through a symlink (macOS's
+    notices name real paths, /private/var for /var), spelt as under the root, as its files are
+    listed."""
+    real = os.path.realpath(root)
+    if real == root:
+        return paths
+    return frozenset(root + p[len(real):] if p == real or p.startswith(real + os.sep) else p for p in paths)
 
 
 class Named(NamedTuple):

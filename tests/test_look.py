@@ -144,6 +144,12 @@ def test_a_root_given_relative_or_inside_a_folder_that_moved_is_looked_at_whole(
     assert Look(listed=frozenset({str(tmp_path) + os.sep}))._under(str(root)) is None
     # a sibling whose name starts the same is not under it
     assert Look(written=frozenset({str(tmp_path / "store2" / "a.jsonl")}))._under(str(root)) == Named(frozenset(), ())
+    # a store reached through a symlink, noticed under its real path (as macOS names it)
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    real_file = str(tmp_path / "real" / "a.jsonl")
+    assert Look(written=frozenset({real_file}))._under(str(tmp_path / "link")) == \
+        Named(frozenset({str(tmp_path / "link" / "a.jsonl")}), ())
     db = Named(frozenset({"/s/x.db-wal"}), ())
     assert db("/s/x.db") and not db("/s/y.db") and db.files() == {"/s/x.db-wal", "/s/x.db"}
 
