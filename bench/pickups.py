@@ -2,7 +2,9 @@
 
 One pick-up seldom pays for merging the small files each pick-up leaves (a merge comes every
 few), so the bench's single "append 10 x 5" hid that merging was most of a pick-up's time under
-`watch` until 564fbdc. A series of them, each appending to the same files, shows it.
+`watch` until 564fbdc. A series of them, each appending to the same files, shows it. Each is
+told the files appended to, as `watch` is by change notices, and looks only at them
+(etl/look.py); the single pick-up looks at every file, as `ingest` does.
 """
 from __future__ import annotations
 

@@ -42,16 +42,18 @@ from pathlib import Path
 from convarch.adapters import get
 from convarch.etl.ingest import ingest
 from convarch.etl.layout import Layout
-roots, workers = [], None
-for arg in sys.argv[2:]:            # source=root, or workers=N
+from convarch.etl.look import Look
+roots, workers, noticed = [], None, []
+for arg in sys.argv[2:]:            # source=root, workers=N, or noticed=PATH (as watch is told)
     name, value = arg.split("=", 1)
     if name == "workers":
         workers = int(value)
-        continue
-    adapter = get(name)
-    roots.append((adapter, adapter.resolve_root(Path(value))))
+    elif name == "noticed":
+        noticed.append(value)
+    else:
+        roots.append((get(name), get(name).resolve_root(Path(value))))
 t = time.perf_counter()
-s = ingest(Layout(Path(sys.argv[1])), roots, workers=workers)
+s = ingest(Layout(Path(sys.argv[1])), roots, workers=workers, look=Look(written=frozenset(noticed)) if noticed else None)
 print(json.dumps({"seconds": time.perf_counter() - t, "index_seconds": s.index_seconds,
                   "extract_seconds": s.extract_seconds, "stage_seconds": s.stage_seconds,
                   "chain_seconds": s.chain_seconds, "compact_seconds": s.compact_seconds,
@@ -127,14 +129,16 @@ def duckdb_parse(globs: list[str]) -> float:
     return time.perf_counter() - t
 
 
-def run_ingest(db: Path, corpus: Path, workers: int | None = None) -> dict:
+def run_ingest(db: Path, corpus: Path, workers: int | None = None, noticed: list[str] = ()) -> dict:
     """Ingest every store of a generated corpus (its `claude/` and `codex/` folders) in a
     process of its own, so its peak RSS is its own; with `workers`, that many, else the
-    default for this machine."""
+    default for this machine; with `noticed`, looking only at those files, as `watch` does
+    when change notices name them."""
     stores = [f"{name}={corpus / folder}" for name, folder in (("claude_code", "claude"), ("codex", "codex"))
               if (corpus / folder).is_dir()]
     if workers is not None:
         stores.append(f"workers={workers}")
+    stores += [f"noticed={path}" for path in noticed]
     out = subprocess.run([sys.executable, "-c", INGEST, str(db), *stores], capture_output=True, text=True)
     if out.returncode:
         sys.exit(f"ingest failed:\n{out.stderr}")
@@ -318,7 +322,7 @@ def main() -> None:
     results["export"] = export_cost(db, work / "export", full["seconds"], mb)
     results["redact"] = redaction_rate(files)
 
-    if picked := pick_up_series(appended, args.pick_ups, lambda: run_ingest(db, work / "corpus"),
+    if picked := pick_up_series(appended, args.pick_ups, lambda: run_ingest(db, work / "corpus", noticed=appended),
                                 lambda: len(convarch_listed(db))):
         results["pick_ups"] = picked
 
