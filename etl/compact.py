@@ -123,7 +123,7 @@ def dead_files(layout: Layout, state: duckdb.DuckDBPyConnection, fresh: list[Wri
                                                               for w in fresh]:
         if (table, source, month) in touched:
             by_part.setdefault((table, source, month), []).append((path, nbytes))
-    current.register(state)
+    current.register(state, [part[0] for part in by_part])
     try:
         found: dict[tuple[str, str, str], list[Dead]] = {}
         for part, files in by_part.items():
@@ -267,6 +267,8 @@ def compact(layout: Layout, state: duckdb.DuckDBPyConnection, run_id: int, stagi
                            and part[0] in superseded.LINE_TABLES for d in files)}
     if not parts:
         return result
+    if any(p.table in superseded.LINE_TABLES for p in parts):
+        current.lines       # made here, on the run's own thread, before the workers read them
     base = staging / "compact"
     for got, left_out in workers.map_unordered(lambda con, job: _merge(con, layout, run_id, base, *job, current),
                                                  list(enumerate(parts))):
@@ -291,7 +293,7 @@ def _merge(con: duckdb.DuckDBPyConnection, layout: Layout, run_id: int, base: Pa
     """The partition's files rewritten as one or a few, without superseded rows; with how many
     rows were left out."""
     listed = sql_list(layout.lake / p for p in part.paths)
-    current.register(con)
+    current.register(con, [part.table])
     try:
         return _rewrite(con, layout, run_id, base, k, part, listed)
     finally:

@@ -132,7 +132,7 @@ def _ingest(layout, targets, on_plan, progress, wait_seconds, redact, n_workers,
             if written:      # only a run that writes files can leave a partition with too many
                 t_compact = time.monotonic()
                 current = Current(current_versions(state, [(u["file_id"], u["epoch"]) for u in updates], run_id),
-                                  current_lines(state, updates))
+                                  lambda: current_lines(state, updates))
                 merged = compact(layout, state, run_id, staging, workers, written, current, updates)
                 summary.rows_superseded = merged.superseded
                 summary.compact_seconds = time.monotonic() - t_compact
