@@ -30,6 +30,36 @@ WRITTEN = frozenset({"modified", "closed", "attrib"})
 LISTED = frozenset({"created", "deleted", "moved"})
 
 
+#: Linux's limit on the folders one user's processes may have inotify watch, shared by all of
+#: them (editors, sync clients); a recursive watch takes one per folder.
+WATCH_LIMIT = Path("/proc/sys/fs/inotify/max_user_watches")
+
+
+def native_notices() -> bool:
+    """Whether this platform gives change notices (else watchdog would poll, and watch polls)."""
+    return Observer is not PollingObserver
+
+
+def folders_to_watch(roots: Iterable[Path]) -> int:
+    """How many folders watching these store roots takes: every folder under a store folder,
+    and the folder holding a database file."""
+    folders: set[str] = set()
+    for root in roots:
+        if not root.is_dir():
+            folders.add(str(root.parent))
+            continue
+        for dirpath, _dirs, _names in os.walk(root, followlinks=False):
+            folders.add(dirpath)
+    return len(folders)
+
+
+def watch_limit() -> int | None:
+    try:
+        return int(WATCH_LIMIT.read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
 class Noticed(NamedTuple):
     """The paths noticed between two looks (etl/look.py spells them as Look does); `lost`
     when the system said notices were dropped, or gave one of a kind not known here."""
@@ -57,7 +87,7 @@ class StoreChanges(FileSystemEventHandler):
         self._listed: set[str] = set()
         self._lost = False
         self._watched: dict[Path, bool] = {}      # folder: whether everything below it is too
-        self._observer = None if Observer is PollingObserver else Observer()
+        self._observer = Observer() if native_notices() else None
         self._started = False
 
     @property
@@ -67,10 +97,17 @@ class StoreChanges(FileSystemEventHandler):
     def watch(self, roots: Iterable[Path]) -> list[str]:
         """Start noticing changes under each store root that exists and is not watched yet
         (a folder and everything below it; for a database file, its folder). Returns one line
-        per root that could not be watched (e.g. the inotify watch limit); those are polled."""
+        per root that could not be watched (e.g. the inotify watch limit); every run looks at all
+        the files of those (cli/watch.py)."""
         problems: list[str] = []
         if self._observer is None:
             return problems
+        if not self._started:
+            # started first, so each watch starts as it is scheduled and a failing one (past
+            # the inotify watch limit, a folder that cannot be read) fails there, for its store
+            # alone: started after, the first to fail stopped the observer and watch with it
+            self._observer.start()
+            self._started = True
         for root in roots:
             recursive = root.is_dir()
             folder = (root if recursive else root.parent).absolute()
@@ -79,12 +116,9 @@ class StoreChanges(FileSystemEventHandler):
             try:
                 self._observer.schedule(self, str(folder), recursive=recursive)
             except OSError as exc:
-                problems.append(f"{folder}: {exc.strerror or exc}; polled every interval instead")
+                problems.append(f"{folder}: {exc.strerror or exc}; every run looks at all its files instead")
                 continue
             self._watched[folder] = recursive
-        if self._watched and not self._started:
-            self._observer.start()
-            self._started = True
         return problems
 
     def watching(self, root: Path) -> bool:

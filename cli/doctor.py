@@ -11,6 +11,7 @@ import click
 
 from convarch import adapters
 from convarch.cli import schedule
+from convarch.cli.changes import folders_to_watch, native_notices, watch_limit
 from convarch.cli.output import emit_json
 from convarch.cli.targets import default_targets, home
 from convarch.etl.duck import connect
@@ -73,6 +74,21 @@ def lake_usage(layout) -> dict | None:
             "catalogs_held_open": None if held is None else held[1]}
 
 
+def notices_line(n: dict) -> str:
+    """Whether `watch` can be told of changes in every store folder: where it cannot, each of
+    its runs looks at every file of the stores it could not watch."""
+    if not n["native"]:
+        return "\nChange notices: none on this platform; `watch` looks at every file at each --interval"
+    line = f"\nChange notices: {n['folders']:,} store folder(s) to watch"
+    if n["watch_limit"] is None:
+        return line
+    line += f", of at most {n['watch_limit']:,} for all your processes (fs.inotify.max_user_watches)"
+    if n["folders"] > n["watch_limit"]:
+        line += ("\n  too many: `watch` cannot be told of every change, and each of its runs looks at every file "
+                 "of a store it could not watch; raise fs.inotify.max_user_watches (sysctl)")
+    return line
+
+
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.option("--horizon", default=7, show_default=True, help="Days ahead to look for transcripts about to be deleted.")
@@ -83,6 +99,7 @@ def doctor(obj, as_json: bool, horizon: int) -> None:
     archived = archived_files(obj.layout)
     now = time.time()
     report = {"warehouse": str(obj.layout.db), "warehouse_exists": obj.layout.db.exists(), "sources": []}
+    targets = [t for adapter in adapters.ADAPTERS.values() for t in default_targets(adapter)]
     for adapter in adapters.ADAPTERS.values():
         for a, root in default_targets(adapter):
             files = at_risk = unarchived = 0
@@ -103,6 +120,8 @@ def doctor(obj, as_json: bool, horizon: int) -> None:
                           "deleted_within_horizon_and_not_archived": at_risk}
             report["sources"].append(entry)
     report["lake"] = lake_usage(obj.layout)
+    report["notices"] = {"native": native_notices(), "folders": folders_to_watch(root for _, root in targets),
+                         "watch_limit": watch_limit()}
     db = obj.layout.db
     report["schedule"] = {
         "cron": schedule.cron_line(db),
@@ -129,6 +148,7 @@ def doctor(obj, as_json: bool, horizon: int) -> None:
         click.echo(f"\nArchive: {lake['listed_bytes'] / 1e6:,.1f} MB read by the catalog; "
                    f"{lake['merged_away_bytes'] / 1e6:,.1f} MB in {lake['merged_away_files']} merged-away "
                    f"file(s) waiting for their readers{held}")
+    click.echo(notices_line(report["notices"]))
     click.echo("\nKeep the archive current with one of:")
     click.echo(f"  cron:    {report['schedule']['cron']}")
     click.echo("  systemd: a oneshot service running `ingest --all` plus a timer with OnUnitActiveSec=30min")

@@ -232,3 +232,36 @@ def test_watch_narrows_a_run_woken_by_a_notice_and_looks_whole_every_interval(tm
     assert "1 files changed, 1 records added" not in output and "files changed" in output
     looks, _ = looks_of_watch(tmp_path, monkeypatch, ["--runs", "2", "--interval", "0.5", "--debounce", "0"])
     assert looks[0].full and looks[1].full    # no notice within the interval: a full look
+
+
+def test_a_store_that_cannot_be_watched_is_said_and_looked_at_whole_not_a_crash(tmp_path, monkeypatch):
+    """Past the inotify watch limit (or a folder that cannot be read), watching a store fails
+    when its watch starts; the first stores were only started with the observer, and one
+    failing took watch down with a traceback."""
+    from watchdog.observers import Observer
+    from watchdog.observers.polling import PollingObserver
+
+    if Observer is PollingObserver:
+        pytest.skip("no native file-system change notices on this platform")
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    good.mkdir()
+    bad.mkdir()
+    emitter = Observer()._emitter_class          # inotify's, here
+    real = emitter.on_thread_start
+
+    def limited(self):
+        if str(self.watch.path) == str(bad):
+            raise OSError(28, "inotify watch limit reached")
+        return real(self)
+
+    monkeypatch.setattr(emitter, "on_thread_start", limited)
+    changes = StoreChanges()
+    try:
+        problems = changes.watch([good, bad])
+        assert len(problems) == 1 and str(bad) in problems[0] and "limit" in problems[0]
+        assert changes.watching(good) and not changes.watching(bad)
+        time.sleep(0.2)
+        (good / "a.jsonl").write_text("{}\n")
+        assert str(good / "a.jsonl") in settle(changes).listed
+    finally:
+        changes.stop()

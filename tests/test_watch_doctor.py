@@ -66,6 +66,27 @@ def test_doctor_reports_transcripts_due_for_deletion(tmp_path, isolated_home):
     assert "deletes transcripts after 10 days" in text
 
 
+def test_doctor_says_whether_watch_can_be_told_of_every_change(tmp_path, isolated_home, monkeypatch):
+    from convarch.cli import changes
+
+    shutil.copytree(DEMO, isolated_home / ".claude")
+    (isolated_home / ".claude" / "projects" / "-home-demo-other").mkdir()
+    limit = tmp_path / "max_user_watches"
+    limit.write_text("8192\n")
+    monkeypatch.setattr(changes, "WATCH_LIMIT", limit)
+    db = str(tmp_path / "w.duckdb")
+    report = json.loads(CliRunner().invoke(cli, ["--db", db, "doctor", "--json"]).output)
+    # projects/, its two project folders, the session's folder and its subagents/
+    assert report["notices"] == {"native": changes.native_notices(), "folders": 5, "watch_limit": 8192}
+    if not changes.native_notices():
+        return
+    text = CliRunner().invoke(cli, ["--db", db, "doctor"]).output
+    assert "5 store folder(s) to watch, of at most 8,192" in text and "too many" not in text
+    limit.write_text("4\n")
+    text = CliRunner().invoke(cli, ["--db", db, "doctor"]).output
+    assert "too many" in text and "raise fs.inotify.max_user_watches" in text
+
+
 def test_doctor_with_every_store_gone_still_reports_the_archive(tmp_path, isolated_home):
     """A store deleted after it was archived (a cleanup, a reinstall): doctor says so and
     still shows the archive and the schedule, with exit code 0."""
