@@ -11,6 +11,7 @@ does more cheaply.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -87,6 +88,8 @@ class StoreChanges(FileSystemEventHandler):
         self._listed: set[str] = set()
         self._lost = False
         self._watched: dict[Path, bool] = {}      # folder: whether everything below it is too
+        self._watches: dict[Path, list] = {}     # folder: its scheduled watches
+        self._gone: set[Path] = set()             # watched folders since deleted or moved away
         self._observer = Observer() if native_notices() else None
         self._started = False
 
@@ -108,13 +111,21 @@ class StoreChanges(FileSystemEventHandler):
             # alone: started after, the first to fail stopped the observer and watch with it
             self._observer.start()
             self._started = True
+        with self._cv:
+            gone, self._gone = self._gone, set()
+        for folder in gone:
+            # its watch ended with it; scheduled again, the same folder would get the dead one
+            for w in self._watches.pop(folder, []):
+                with contextlib.suppress(KeyError):
+                    self._observer.unschedule(w)
+            self._watched.pop(folder, None)
         for root in roots:
             recursive = root.is_dir()
             folder = (root if recursive else root.parent).absolute()
             if self._watched.get(folder, False) or (folder in self._watched and not recursive) or not folder.is_dir():
                 continue
             try:
-                self._observer.schedule(self, str(folder), recursive=recursive)
+                self._watches.setdefault(folder, []).append(self._observer.schedule(self, str(folder), recursive=recursive))
             except OSError as exc:
                 problems.append(f"{folder}: {exc.strerror or exc}; every run looks at all its files instead")
                 continue
@@ -143,6 +154,8 @@ class StoreChanges(FileSystemEventHandler):
         if known and not paths:
             return
         with self._cv:
+            if event.is_directory and kind in ("deleted", "moved") and Path(paths[0]) in self._watched:
+                self._gone.add(Path(paths[0]))       # watched again at the next look, if back
             if kind in WRITTEN:
                 self._written.update(paths)
             elif kind in LISTED:

@@ -265,3 +265,17 @@ def test_a_store_that_cannot_be_watched_is_said_and_looked_at_whole_not_a_crash(
         assert str(good / "a.jsonl") in settle(changes).listed
     finally:
         changes.stop()
+
+
+def test_a_store_folder_deleted_and_made_again_is_watched_again(notices):
+    """Its watch ends with the folder; the next look schedules the folder again, and notices
+    come from the new one (the dead watch, reused, gave none)."""
+    changes, store = notices
+    shutil.rmtree(store)
+    noticed = settle(changes)
+    assert str(store) + os.sep in noticed.listed       # the store looked at whole meanwhile
+    store.mkdir()
+    assert changes.watch([store]) == [] and changes.watching(store)
+    time.sleep(0.2)
+    (store / "b.jsonl").write_text('{"n": 1}\n')
+    assert str(store / "b.jsonl") in settle(changes).listed
