@@ -51,7 +51,8 @@ for arg in sys.argv[2:]:            # source=root, workers=N, or noticed=PATH (a
     elif name == "noticed":
         noticed.append(value)
     else:
-        roots.append((get(name), get(name).resolve_root(Path(value))))
+        adapter = get(name)
+        roots.append((adapter, adapter.resolve_root(Path(value))))
 t = time.perf_counter()
 s = ingest(Layout(Path(sys.argv[1])), roots, workers=workers, look=Look(written=frozenset(noticed)) if noticed else None)
 print(json.dumps({"seconds": time.perf_counter() - t, "index_seconds": s.index_seconds,

@@ -100,25 +100,24 @@ def doctor(obj, as_json: bool, horizon: int) -> None:
     now = time.time()
     report = {"warehouse": str(obj.layout.db), "warehouse_exists": obj.layout.db.exists(), "sources": []}
     targets = [t for adapter in adapters.ADAPTERS.values() for t in default_targets(adapter)]
-    for adapter in adapters.ADAPTERS.values():
-        for a, root in default_targets(adapter):
-            files = at_risk = unarchived = 0
-            for sf in a.discover(root):
-                try:
-                    st = os.stat(sf.path, follow_symlinks=False)
-                except OSError:
-                    continue
-                files += 1
-                seen = archived.get(str(sf.path))
-                if seen != (st.st_size, st.st_mtime_ns):
-                    unarchived += 1
-                    if a.NAME == "claude_code" and now - st.st_mtime > (days - horizon) * DAY:
-                        at_risk += 1
-            entry = {"source": a.NAME, "store": str(root), "files": files, "not_yet_archived": unarchived}
-            if a.NAME == "claude_code":
-                entry |= {"cleanup_period_days": days, "cleanup_setting": setting,
-                          "deleted_within_horizon_and_not_archived": at_risk}
-            report["sources"].append(entry)
+    for a, root in targets:
+        files = at_risk = unarchived = 0
+        for sf in a.discover(root):
+            try:
+                st = os.stat(sf.path, follow_symlinks=False)
+            except OSError:
+                continue
+            files += 1
+            seen = archived.get(str(sf.path))
+            if seen != (st.st_size, st.st_mtime_ns):
+                unarchived += 1
+                if a.NAME == "claude_code" and now - st.st_mtime > (days - horizon) * DAY:
+                    at_risk += 1
+        entry = {"source": a.NAME, "store": str(root), "files": files, "not_yet_archived": unarchived}
+        if a.NAME == "claude_code":
+            entry |= {"cleanup_period_days": days, "cleanup_setting": setting,
+                      "deleted_within_horizon_and_not_archived": at_risk}
+        report["sources"].append(entry)
     report["lake"] = lake_usage(obj.layout)
     report["notices"] = {"native": native_notices(), "folders": folders_to_watch(root for _, root in targets),
                          "watch_limit": watch_limit()}

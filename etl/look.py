@@ -46,14 +46,13 @@ class Look:
         noticed."""
         key = (adapter.NAME, str(root))
         here = None if self.full or str(root) in self.whole else self._under(str(root))
-        if here is None:
-            listing = self.listings[key] = {str(sf.path): sf for sf in adapter.discover(root)}
-            return list(listing.values()), None
-        if not here.paths and not here.folders:
+        if here is not None and not here.paths and not here.folders:
             return None, None
         listing = self.listings.get(key)
-        if listing is None or here.folders or here.paths & self.listed:
+        if listing is None or here is None or here.relist:
             listing = self.listings[key] = {str(sf.path): sf for sf in adapter.discover(root)}
+        if here is None:
+            return list(listing.values()), None
         if here.folders:
             return [sf for path, sf in listing.items() if here(path)], here
         wanted = here.files()
@@ -71,7 +70,7 @@ class Look:
         prefix = root if not os.path.isdir(root) else root.rstrip(os.sep) + os.sep
         paths = frozenset(p for p in (written | listed) if p.startswith(prefix) and not p.endswith(os.sep))
         folders = tuple(f for f in listed if f.endswith(os.sep) and f.startswith(prefix))
-        return Named(paths, folders)
+        return Named(paths, folders, bool(folders) or not paths.isdisjoint(listed))
 
 
 def _spelt_as(root: str, paths: frozenset[str]) -> frozenset[str]:
@@ -90,6 +89,8 @@ class Named(NamedTuple):
 
     paths: frozenset[str]
     folders: tuple[str, ...]
+    #: whether a path came, went or moved there: the store is listed again
+    relist: bool = False
 
     def __call__(self, path: str) -> bool:
         return (path in self.paths or any(path + s in self.paths for s in SIDECARS)

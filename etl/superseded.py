@@ -7,6 +7,7 @@ file holds after the run (`Current`), as SQL over the registered tables.
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable
 
 import duckdb
@@ -46,13 +47,10 @@ class Current:
     def __init__(self, versions: pa.Table, make_lines: Callable[[], pa.Table]):
         self.versions = versions
         self._make_lines = make_lines
-        self._lines: pa.Table | None = None
 
-    @property
+    @functools.cached_property
     def lines(self) -> pa.Table:
-        if self._lines is None:
-            self._lines = self._make_lines()
-        return self._lines
+        return self._make_lines()
 
     def register(self, con: duckdb.DuckDBPyConnection, tables: Iterable[str]) -> None:
         """Register what a query over `tables` reads (superseded, kept_rows)."""

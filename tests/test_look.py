@@ -150,8 +150,23 @@ def test_a_root_given_relative_or_inside_a_folder_that_moved_is_looked_at_whole(
     real_file = str(tmp_path / "real" / "a.jsonl")
     assert Look(written=frozenset({real_file}))._under(str(tmp_path / "link")) == \
         Named(frozenset({str(tmp_path / "link" / "a.jsonl")}), ())
+    # a file that came there, named by its real path: the store is listed again
+    assert Look(listed=frozenset({real_file}))._under(str(tmp_path / "link")).relist
     db = Named(frozenset({"/s/x.db-wal"}), ())
     assert db("/s/x.db") and not db("/s/y.db") and db.files() == {"/s/x.db-wal", "/s/x.db"}
+
+
+def test_a_transcript_that_came_to_a_store_reached_through_a_symlink_is_loaded(tmp_path):
+    projects = tmp_path / "real" / "projects"
+    transcript(projects, "-home-u-app", "s-a")
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    roots = [(claude_code, claude_code.resolve_root(tmp_path / "link"))]
+    db = tmp_path / "w" / "convarch.duckdb"
+    listings: dict = {}
+    assert ingest(Layout(db), roots, look=Look(full=True, listings=listings)).records_added == 2
+    new = transcript(projects, "-home-u-app", "s-b")           # noticed under the real path
+    s = ingest(Layout(db), roots, look=Look(listed=frozenset({str(new)}), listings=listings))
+    assert (s.files_scanned, s.records_added) == (1, 2)
 
 
 @pytest.fixture
