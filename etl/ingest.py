@@ -21,7 +21,7 @@ from convarch.etl import session_parts
 from convarch.etl.layout import Layout
 from convarch.etl.extract import earlier_context, extract, index
 from convarch.etl.look import Look
-from convarch.etl.plan import known_files, plan_files
+from convarch.etl.plan import plan_files
 from convarch.etl.chains import materialize
 from convarch.etl.live_lines import live_lines
 from convarch.etl.compact import SWEPT_KEY, Compaction, compact
@@ -92,7 +92,7 @@ def _ingest(layout, targets, on_plan, progress, wait_seconds, redact, n_workers,
         )
         staging = layout.tmp / f"run-{run_id:06d}"
         staging.mkdir(mode=0o700)
-        plans, gone = plan_files(targets, known_files(state), state, summary, look)
+        plans, gone = plan_files(targets, state, summary, look)
         changed = [p for p in plans if p.action in ("new", "append", "rewrite")]
         if defer:
             # left as last read: its stat is not recorded, so the next run sees the change

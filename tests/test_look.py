@@ -103,6 +103,14 @@ def test_files_that_came_went_or_moved_are_listed_again(store, tmp_path):
     s = run(listed=frozenset({str(b), str(moved.parent) + os.sep}))
     assert s.records_added == 0 and scalar(db, gone, [str(moved)]) is False
     assert scalar(db, "select count(*) from source_files where path = ?", [str(b)]) == 0
+    # renamed where only its new name was noticed: a run narrowed to that name reads only its
+    # row from the state, and still finds the file it was by its inode among all of them
+    renamed = c.with_name("s-c-renamed.jsonl")
+    os.rename(c, renamed)
+    s = run(listed=frozenset({str(renamed)}))
+    assert (s.files_scanned, s.records_added) == (1, 0)
+    assert scalar(db, "select count(*) from source_files where path = ?", [str(c)]) == 0
+    assert scalar(db, gone, [str(renamed)]) is False
     # a folder that came with a transcript in it, the transcript itself never named
     e = transcript(projects, "-home-u-cli", "s-e", n=3)
     s = run(listed=frozenset({str(e.parent) + os.sep}))
