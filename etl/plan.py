@@ -9,6 +9,7 @@ a pick-up looks only at the files change notices named (etl/look.py).
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import NamedTuple
 
 import duckdb
@@ -123,7 +124,8 @@ def plan_files(targets, state: duckdb.DuckDBPyConnection, summary: Summary,
                 everything = known_files(state) if everything is None else everything
                 by_inode = {(r.source, r.dev, r.inode): r for r in everything.values()}
             other = by_inode.get((sf.source, st.dev, st.inode))
-            if other and other.file_id not in moved and not os.path.lexists(other.path):
+            if (other and other.file_id not in moved and not os.path.lexists(other.path)
+                    and _same_file(state, sf.path, st, other)):
                 row, twin = other, True
                 moved.add(other.file_id)
         found.append((sf, st, row, twin))
@@ -139,6 +141,23 @@ def plan_files(targets, state: duckdb.DuckDBPyConnection, summary: Summary,
             summary.files_skipped += 1
             summary.skipped.append((str(sf.path), reason(exc)))
     return plans, _gone(known, seen, moved, roots)
+
+
+def _same_file(state: duckdb.DuckDBPyConnection, path: Path, st: snap.FileStat, row: Known) -> bool:
+    """Whether a new path that holds the inode of a file gone from its own path is that file
+    moved: of the same size and time (a rename keeps both), or beginning with the bytes it
+    began with. File systems give a deleted file's inode to the next file made: taken for the
+    deleted transcript moved, a new session's file was loaded as that file rewritten, and the
+    deleted session left the archive. A moved database that changed on the way reads as a new
+    file (its first page holds its change counter), the old one kept as gone."""
+    if (st.size, st.mtime_ns) == (row.size, row.mtime_ns):
+        return True
+    prev = _rows(state, [row.file_id])[row.file_id]
+    length = prev["head_len"] or 0
+    try:
+        return 0 < length <= st.size and snap.head_hash(path, length) == prev["head_hash"]
+    except (OSError, snap.NotRegularFile):
+        return False
 
 
 def _gone(known: dict[tuple[str, str], Known], seen: set, moved: set[int], roots: list) -> list[int]:

@@ -315,6 +315,44 @@ def test_moved_file_keeps_its_rows_and_copied_session_is_not_doubled(tmp_path):
     assert scalar(db, "select count(*) from sessions") == 1
 
 
+def test_a_new_transcript_given_a_deleted_ones_inode_is_a_new_file(tmp_path, monkeypatch):
+    """File systems hand a deleted file's inode to the next file made. A new transcript under
+    another name with the inode of one the store deleted is not that one moved: both sessions
+    stay. The same inode with the same first bytes is still a move, appended on the way."""
+    from convarch.etl import snapshot
+
+    root, old = make_store(tmp_path, story("s1"))
+    db = tmp_path / "w.duckdb"
+    run(db, root)
+    new = old.parent / "s2.jsonl"
+    given = {new: os.stat(old).st_ino}                # the inode the file system gives it
+    old.unlink()
+    write_jsonl(new, story("s2"))
+    real = snapshot.stat_source
+
+    def recycled(path):
+        st = real(path)
+        return snapshot.FileStat(st.dev, given.get(Path(path), st.inode), st.size, st.mtime_ns)
+
+    monkeypatch.setattr(snapshot, "stat_source", recycled)
+    s = run(db, root)
+    assert s.records_added == 4
+    assert rows(db, "select session_id from sessions order by 1") == [("s1",), ("s2",)]
+    assert rows(db, "select file_id, gone from source_files order by 1") == [(1, True), (2, False)]
+    assert scalar(db, "select count(*) from messages") == 8
+
+    # the same inode beginning with the same bytes: s2 moved and appended to on the way
+    moved = new.parent.parent / "-work-archive" / new.name
+    moved.parent.mkdir()
+    new.rename(moved)
+    given[moved] = given.pop(new)
+    with open(moved, "a") as fh:
+        fh.write(json.dumps(user("u9", "a2", "and then", "2026-05-02T09:00:00.000Z", "s2")) + "\n")
+    s = run(db, root)
+    assert s.records_added == 1
+    assert rows(db, "select file_id, path from source_files where not gone") == [(2, str(moved))]
+
+
 def test_copies_in_resumed_sessions_count_once(tmp_path):
     root = tmp_path / "claude"
     base = story("s1")
