@@ -4,16 +4,19 @@ trusted to bind as it did, the catalog is built whole instead."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import duckdb
 import pytest
 
 from convarch import sql
+from convarch.etl import compact as publish_compact
 from convarch.etl import publish
 from convarch.etl.layout import Layout
 from convarch.etl.state import open_state
 from helpers import rows, run, scalar
+from stories import Story
 from test_reliability import corpus
 
 
@@ -142,17 +145,114 @@ def test_another_engine_or_changed_lake_columns_build_the_catalog_whole(tmp_path
 
     # an upgrade whose files union to other column types: the views bound over the old ones
     # would fail at query time, so none is carried forward
-    real = publish._state_and_lake
+    real = publish._lake
 
-    def wider(con, files, rows):
-        real(con, files, rows)
+    def wider(con, files):
+        real(con, files)
         con.execute(f"create or replace view lake_quarantine as select *, 1 as added "
                     f"from read_parquet({publish.sql_list(files['quarantine'])}, hive_partitioning = true, "
                     "union_by_name = true)")
 
-    monkeypatch.setattr(publish, "_state_and_lake", wider)
+    monkeypatch.setattr(publish, "_lake", wider)
     append_turn(root, 2)
     run(db, root)
     assert builds == ["built", "built", "built"]
     assert scalar(db, "select count(*) from messages where text like '%one more thing%'") == 6
     assert "added" in [r[0] for r in rows(db, "describe lake_quarantine")]
+
+
+@pytest.mark.parametrize("recomputed", [publish.SESSIONS_RECOMPUTED, 0], ids=["rows", "whole-table"])
+def test_a_catalog_carried_through_every_kind_of_change_reads_like_one_built_whole(tmp_path, monkeypatch, builds,
+                                                                                  recomputed):
+    """Each run changes the state tables' rows and the sessions in another way; the carried
+    catalog makes again only the rows that differ (or, past SESSIONS_RECOMPUTED files, the
+    sessions table whole), and must end up as a catalog built whole from the same state."""
+    monkeypatch.setattr(publish, "SESSIONS_RECOMPUTED", recomputed)
+    remade = []
+    real = publish._restore_sessions
+    monkeypatch.setattr(publish, "_restore_sessions", lambda con, keys: remade.append(set(keys)) or real(con, keys))
+    root = tmp_path / "home" / ".claude"
+    stories = {name: Story(name, cwd=f"/home/demo/{name}") for name in "abcde"}
+    for s in stories.values():
+        s.user(f"task of {s.name}").assistant("on it").bash("make test", "ok")
+    paths = {name: s.write(root) for name, s in stories.items() if name != "e"}
+    db = tmp_path / "w" / "convarch.duckdb"
+    run(db, root)
+
+    paths["a"].write_text(paths["a"].read_text() + json.dumps(stories["a"].user("and more").records[-1]) + "\n")
+    run(db, root)                                            # appended
+    stories["b"].title("Named by the user")
+    paths["b"] = stories["b"].write(root)
+    run(db, root)                                            # a title: the session's row changes
+    other = Story("c-again", cwd="/home/demo/c").user("a different start")
+    paths["c"].write_text("".join(json.dumps(r) + "\n" for r in other.records))
+    run(db, root)                                            # rewritten (a Claude Code transcript
+                                                             # keeps the session its name says)
+    paths["d"].unlink()
+    run(db, root)                                            # gone: kept in the archive
+    moved = root / "projects" / "-home-demo-elsewhere" / paths["a"].name
+    moved.parent.mkdir()
+    paths["a"].rename(moved)
+    run(db, root)                                            # moved
+    os.utime(paths["b"], ns=(1, 1))                          # touched only: nothing to publish
+    stories["e"].write(root)
+    run(db, root)                                            # a new session, after the touch
+    for k in range(publish_compact.SMALL_FILES + 1):       # enough small files to merge: the
+        with open(moved, "a") as fh:                         # rewritten file's dead parts go
+            fh.write(json.dumps(stories["a"].user(f"again {k}").records[-1]) + "\n")
+        assert run(db, root).files_merged or k < publish_compact.SMALL_FILES - 1
+
+    assert builds == ["built"] + ["carried"] * (6 + publish_compact.SMALL_FILES + 1)
+    assert bool(remade) == bool(recomputed)
+    if recomputed:
+        sids = {s.sid for s in stories.values()}
+        assert all(keys and {sid for _, sid in keys} <= sids for keys in remade), remade
+    carried = contents(db)
+    assert scalar(db, "select title from sessions where session_id = ?", [stories["b"].sid]) == "Named by the user"
+    assert scalar(db, "select count(*) from sessions") == 5
+    rebuild_whole(db, monkeypatch)
+    assert contents(db) == carried
+
+
+def test_a_file_that_becomes_another_session_in_a_run_that_merges_leaves_no_stale_session(tmp_path, builds):
+    """A Gemini CLI session file names its session inside. Rewritten as another session in
+    the run whose compaction drops the rows it superseded, the old session is found only in
+    the lake the catalog read before the run, and must leave the carried sessions table too."""
+    from convarch.adapters import gemini_cli
+    from convarch.etl.ingest import ingest
+    from test_adapter_gemini_cli import HEADER, msg
+
+    chats = tmp_path / "home" / ".gemini" / "tmp" / "demo" / "chats"
+    chats.mkdir(parents=True)
+    sid = "aaaa1111-0000-4000-8000-{:012d}".format
+
+    def lines(session: str, *texts: str) -> str:
+        return "".join(json.dumps(r) + "\n" for r in [{**HEADER, "sessionId": session},
+                                                      *(msg(f"u{n}", "user", t, n) for n, t in enumerate(texts))])
+
+    rewritten = chats / "session-2026-05-01T10-00-aaaa1111.jsonl"
+    appended = chats / "session-2026-05-01T11-00-bbbb2222.jsonl"
+    rewritten.write_text(lines(sid(0), "the first task"))
+    appended.write_text(lines(sid(999), "a long task"))
+    db = tmp_path / "w" / "convarch.duckdb"
+
+    def run_gemini():
+        return ingest(Layout(db), [(gemini_cli, gemini_cli.resolve_root(tmp_path / "home" / ".gemini"))])
+
+    run_gemini()
+    merges = 0
+    for k in range(1, publish_compact.SMALL_FILES + 1):   # every run makes it another session,
+        appended.write_text(lines(sid(999), "a long task", *(f"step {n}" for n in range(k))))
+        rewritten.write_text(lines(sid(k), f"task number {k}"))   # so one of them merges too
+        merges += bool(run_gemini().files_merged)
+    assert merges, "no run merged: the case was not tried"
+    assert builds == ["built"] + ["carried"] * publish_compact.SMALL_FILES
+    assert [r[0] for r in rows(db, "select session_id from sessions order by 1")] == \
+        [sid(publish_compact.SMALL_FILES), sid(999)]
+    carried = contents(db)
+    monkeypatch = pytest.MonkeyPatch()
+    try:
+        rebuild_whole(db, monkeypatch)
+    finally:
+        monkeypatch.undo()
+    assert contents(db) == carried
