@@ -109,7 +109,7 @@ def _ingest(layout, targets, on_plan, progress, wait_seconds, redact, n_workers,
             loaded = [w.staged for w in written if w.table_name == "records"]
             if session_parts.missing(state):
                 loaded += session_parts.lake_records(layout, state)
-            written += session_parts.derive(loaded, staging / "parts", run_id)
+            written += session_parts.derive(state, loaded, staging / "parts", run_id)
             written += session_parts.derive_kept(layout, state, [u for u in updates if u["action"] == "replace_tail"],
                                                  staging / "kept", run_id)
             summary.extract_seconds = time.monotonic() - t0
