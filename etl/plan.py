@@ -122,10 +122,15 @@ def plan_files(targets, state: duckdb.DuckDBPyConnection, summary: Summary,
             # a file the agent moved (e.g. into an archive folder) keeps its rows and watermark
             if by_inode is None:
                 everything = known_files(state) if everything is None else everything
-                by_inode = {(r.source, r.dev, r.inode): r for r in everything.values()}
-            other = by_inode.get((sf.source, st.dev, st.inode))
-            if (other and other.file_id not in moved and not os.path.lexists(other.path)
-                    and _same_file(state, sf.path, st, other)):
+                by_inode = {}
+                for r in everything.values():     # files still there first, then those gone
+                    by_inode.setdefault((r.source, r.dev, r.inode), []).append(r)
+                for rows in by_inode.values():
+                    rows.sort(key=lambda r: r.gone)
+            other = next((r for r in by_inode.get((sf.source, st.dev, st.inode), ())
+                          if r.file_id not in moved and not os.path.lexists(r.path)
+                          and _same_file(state, sf.path, st, r)), None)
+            if other is not None:
                 row, twin = other, True
                 moved.add(other.file_id)
         found.append((sf, st, row, twin))

@@ -4,14 +4,22 @@ from __future__ import annotations
 
 import threading
 
+import pytest
+
 from convarch.etl import workers as workers_mod
 from convarch.etl.workers import Workers
 
 
-def test_the_callers_thread_shares_a_duckdb_with_one_pool_thread(tmp_path, monkeypatch):
-    opened = []
+@pytest.fixture
+def opened(monkeypatch) -> list[dict]:
+    """The settings of each DuckDB the workers open."""
+    made: list[dict] = []
     real = workers_mod.connect
-    monkeypatch.setattr(workers_mod, "connect", lambda *a, **k: opened.append(k) or real(*a, **k))
+    monkeypatch.setattr(workers_mod, "connect", lambda *a, **k: made.append(k) or real(*a, **k))
+    return made
+
+
+def test_the_callers_thread_shares_a_duckdb_with_one_pool_thread(tmp_path, opened):
     pool = Workers(2, tmp_path / "spill")
     try:
         def where(con, item):
@@ -41,10 +49,7 @@ def test_the_callers_thread_shares_a_duckdb_with_one_pool_thread(tmp_path, monke
     assert len(opened) == 2
 
 
-def test_a_pool_that_ran_first_lends_the_caller_its_duckdb(tmp_path, monkeypatch):
-    opened = []
-    real = workers_mod.connect
-    monkeypatch.setattr(workers_mod, "connect", lambda *a, **k: opened.append(k) or real(*a, **k))
+def test_a_pool_that_ran_first_lends_the_caller_its_duckdb(tmp_path, opened):
     pool = Workers(2, tmp_path / "spill")
     try:
         names = list(pool.map_unordered(lambda con, item: con.execute("select 1").fetchone()[0] + item, [1, 2]))
