@@ -161,13 +161,15 @@ def test_another_engine_or_changed_lake_columns_build_the_catalog_whole(tmp_path
     assert "added" in [r[0] for r in rows(db, "describe lake_quarantine")]
 
 
-@pytest.mark.parametrize("recomputed", [publish.SESSIONS_RECOMPUTED, 0], ids=["rows", "whole-table"])
+@pytest.mark.parametrize("synced, recomputed", [(0, publish.SESSIONS_RECOMPUTED), (0, 0), (publish.ROWS_SYNCED, 0)],
+                         ids=["rows", "sessions-whole", "all-whole"])
 def test_a_catalog_carried_through_every_kind_of_change_reads_like_one_built_whole(tmp_path, monkeypatch, builds,
-                                                                                  recomputed):
+                                                                                  synced, recomputed):
     """Each run changes the state tables' rows and the sessions in another way; the carried
     catalog makes again only the rows that differ (or, past SESSIONS_RECOMPUTED files, the
     sessions table whole), and must end up as a catalog built whole from the same state."""
-    monkeypatch.setattr(publish, "SESSIONS_RECOMPUTED", recomputed)
+    monkeypatch.setattr(publish, "ROWS_SYNCED", synced)              # these stores are small:
+    monkeypatch.setattr(publish, "SESSIONS_RECOMPUTED", recomputed)  # row by row when told
     remade = []
     real = publish._restore_sessions
     monkeypatch.setattr(publish, "_restore_sessions", lambda con, keys: remade.append(set(keys)) or real(con, keys))
@@ -203,8 +205,8 @@ def test_a_catalog_carried_through_every_kind_of_change_reads_like_one_built_who
         assert run(db, root).files_merged or k < publish_compact.SMALL_FILES - 1
 
     assert builds == ["built"] + ["carried"] * (6 + publish_compact.SMALL_FILES + 1)
-    assert bool(remade) == bool(recomputed)
-    if recomputed:
+    assert bool(remade) == bool(recomputed and not synced)
+    if remade:
         sids = {s.sid for s in stories.values()}
         assert all(keys and {sid for _, sid in keys} <= sids for keys in remade), remade
     carried = contents(db)
@@ -214,7 +216,8 @@ def test_a_catalog_carried_through_every_kind_of_change_reads_like_one_built_who
     assert contents(db) == carried
 
 
-def test_a_file_that_becomes_another_session_in_a_run_that_merges_leaves_no_stale_session(tmp_path, builds):
+def test_a_file_that_becomes_another_session_in_a_run_that_merges_leaves_no_stale_session(tmp_path, monkeypatch,
+                                                                                          builds):
     """A Gemini CLI session file names its session inside. Rewritten as another session in
     the run whose compaction drops the rows it superseded, the old session is found only in
     the lake the catalog read before the run, and must leave the carried sessions table too."""
@@ -222,6 +225,7 @@ def test_a_file_that_becomes_another_session_in_a_run_that_merges_leaves_no_stal
     from convarch.etl.ingest import ingest
     from test_adapter_gemini_cli import HEADER, msg
 
+    monkeypatch.setattr(publish, "ROWS_SYNCED", 0)                 # row by row, as a big archive
     chats = tmp_path / "home" / ".gemini" / "tmp" / "demo" / "chats"
     chats.mkdir(parents=True)
     sid = "aaaa1111-0000-4000-8000-{:012d}".format
@@ -250,9 +254,5 @@ def test_a_file_that_becomes_another_session_in_a_run_that_merges_leaves_no_stal
     assert [r[0] for r in rows(db, "select session_id from sessions order by 1")] == \
         [sid(publish_compact.SMALL_FILES), sid(999)]
     carried = contents(db)
-    monkeypatch = pytest.MonkeyPatch()
-    try:
-        rebuild_whole(db, monkeypatch)
-    finally:
-        monkeypatch.undo()
+    rebuild_whole(db, monkeypatch)
     assert contents(db) == carried
