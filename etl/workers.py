@@ -67,14 +67,14 @@ class Workers:
         self._spare: dict[str, list[duckdb.DuckDBPyConnection]] = {"caller": [], "pool": []}
         self._pool: ThreadPoolExecutor | None = None
 
-    def _con(self) -> duckdb.DuckDBPyConnection:
-        """This thread's connection. The caller's thread works only while the pool's threads
-        are idle (map_unordered), so it shares a DuckDB with one of them, by a cursor: a
-        pick-up under `watch` of a single file, whose first steps ran on the caller's thread
-        and its chains on two of the pool's, opened three DuckDBs at 15-20 ms each."""
+    def _con(self, side: str) -> duckdb.DuckDBPyConnection:
+        """This thread's connection; `side` says whose thread it is, the caller's or one of
+        the pool's. The caller's thread works only while the pool's threads are idle
+        (map_unordered), so it shares a DuckDB with one of them, by a cursor: a pick-up under
+        `watch` of a single file, whose first steps ran on the caller's thread and its chains
+        on two of the pool's, opened three DuckDBs at 15-20 ms each."""
         con = getattr(self._local, "con", None)
         if con is None:
-            side = "pool" if threading.current_thread().name.startswith(POOL_PREFIX) else "caller"
             with self._lock:
                 base = self._spare[side].pop() if self._spare[side] else None
                 k = self._instances
@@ -103,11 +103,11 @@ class Workers:
         items = list(items)
         if self.n == 1 or len(items) <= 1:
             for item in items:
-                yield fn(self._con(), item)
+                yield fn(self._con("caller"), item)
             return
         if self._pool is None:
             self._pool = ThreadPoolExecutor(self.n, thread_name_prefix=POOL_PREFIX)
-        futures = [self._pool.submit(lambda it=item: fn(self._con(), it)) for item in items]
+        futures = [self._pool.submit(lambda it=item: fn(self._con("pool"), it)) for item in items]
         try:
             for fut in as_completed(futures):
                 yield fut.result()
