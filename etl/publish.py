@@ -132,7 +132,7 @@ def publish(layout: Layout, state: duckdb.DuckDBPyConnection, run_id: int) -> No
     outgoing = read_manifest(layout) or {}
     if not carry_forward(layout, outgoing, tmp, files, state):
         _discard(tmp)
-        _build(tmp, files, {name: state.sql(f"select * from {name}").to_arrow_table() for name in STATE_TABLES})
+        _build(tmp, files, state)
     make_private(tmp)
     base = keep_base(layout, tmp)
     keep_outgoing(layout, state, run_id, [f for paths in outgoing.get("files", {}).values() for f in paths])
@@ -145,7 +145,7 @@ def _discard(db: Path) -> None:
         leftover.unlink(missing_ok=True)
 
 
-def _build(tmp: Path, files: dict[str, list[str]], rows: dict[str, pa.Table]) -> None:
+def _build(tmp: Path, files: dict[str, list[str]], state: duckdb.DuckDBPyConnection) -> None:
     """A new catalog at `tmp`, every view created and bound."""
     con = connect(tmp)
     con.execute("set parquet_metadata_cache = true")   # every view binds over every lake file again
@@ -154,9 +154,7 @@ def _build(tmp: Path, files: dict[str, list[str]], rows: dict[str, pa.Table]) ->
         # (the comments took 0.20 s of a 0.97 s publish of the 1 GB bench warehouse)
         con.execute("begin transaction")
         for name, comment in STATE_TABLES.items():
-            con.register("state_rows", rows[name])
-            con.execute(f"create table {name} as select * from state_rows")
-            con.unregister("state_rows")
+            _from_state(con, state, name, f"create table {name} as select * from state_rows")
             con.execute(f"comment on table {name} is {sql_literal(comment)}")
         _lake(con, files)
         con.execute(sql.read("search/macros"))
@@ -275,7 +273,6 @@ SESSIONS_RECOMPUTED = 1000
 #: on 20,000 transcripts 165 ms against 218 ms. Between them the turn was not measured.
 ROWS_SYNCED = 5000
 
-
 #: The state tables whose rows name a source file.
 FILE_ROWS = ("source_files", "file_versions")
 
@@ -311,10 +308,15 @@ def _sync_rows(con: duckdb.DuckDBPyConnection, state: duckdb.DuckDBPyConnection,
 
 def _replace_rows(con: duckdb.DuckDBPyConnection, state: duckdb.DuckDBPyConnection, name: str) -> None:
     """Make the catalog's copy of a state table hold the state's rows again, all of them."""
+    con.execute(f"delete from {name}")
+    _from_state(con, state, name, f"insert into {name} select * from state_rows")
+
+
+def _from_state(con: duckdb.DuckDBPyConnection, state: duckdb.DuckDBPyConnection, name: str, statement: str) -> None:
+    """Run `statement` in the catalog with the state table's rows as `state_rows`."""
     con.register("state_rows", state.sql(f"select * from {name}").to_arrow_table())
     try:
-        con.execute(f"delete from {name}")
-        con.execute(f"insert into {name} select * from state_rows")
+        con.execute(statement)
     finally:
         con.unregister("state_rows")
 
