@@ -85,10 +85,11 @@ def test_a_machine_of_many_cores_loads_on_at_most_max_workers_threads(tmp_path, 
     threads: set[str] = set()
     real_con = workers_mod.Workers._con
 
-    def counting_con(self):
-        if threading.current_thread().name.startswith("convarch-load"):   # not a stage of one item
+    def counting_con(self, side):
+        if side == "pool":                                   # not a stage of one item
+            assert threading.current_thread().name.startswith("convarch-load")
             threads.add(threading.current_thread().name)
-        return real_con(self)
+        return real_con(self, side)
 
     monkeypatch.setattr(workers_mod.Workers, "_con", counting_con)
     s = ingest(Layout(tmp_path / "w" / "convarch.duckdb"), [(claude_code, claude_code.resolve_root(root))])
