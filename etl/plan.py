@@ -129,7 +129,7 @@ def plan_files(targets, state: duckdb.DuckDBPyConnection, summary: Summary,
                     rows.sort(key=lambda r: r.gone)
             other = next((r for r in by_inode.get((sf.source, st.dev, st.inode), ())
                           if r.file_id not in moved and not os.path.lexists(r.path)
-                          and _same_file(state, sf.path, st, r)), None)
+                          and _same_file(state, sf, st, r)), None)
             if other is not None:
                 row, twin = other, True
                 moved.add(other.file_id)
@@ -148,19 +148,24 @@ def plan_files(targets, state: duckdb.DuckDBPyConnection, summary: Summary,
     return plans, _gone(known, seen, moved, roots)
 
 
-def _same_file(state: duckdb.DuckDBPyConnection, path: Path, st: snap.FileStat, row: Known) -> bool:
+def _same_file(state: duckdb.DuckDBPyConnection, sf: SourceFile, st: snap.FileStat, row: Known) -> bool:
     """Whether a new path that holds the inode of a file gone from its own path is that file
-    moved: of the same size and time (a rename keeps both), or beginning with the bytes it
-    began with. File systems give a deleted file's inode to the next file made: taken for the
-    deleted transcript moved, a new session's file was loaded as that file rewritten, and the
-    deleted session left the archive. A moved database that changed on the way reads as a new
-    file (its first page holds its change counter), the old one kept as gone."""
+    moved: of the same size and time (a rename keeps both), or a log beginning with the bytes
+    it began with (appended to on the way). File systems give a deleted file's inode to the
+    next file made: taken for the deleted transcript moved, a new session's file was loaded as
+    that file rewritten, and the deleted session left the archive. A document is written out
+    whole, so its first bytes say nothing of the rest (two subagents' .meta.json can begin
+    with the same long description); and a moved database that changed on the way reads as
+    new anyway (its first page holds its change counter). Either, changed, is a new file, the
+    old one kept as gone."""
     if (st.size, st.mtime_ns) == (row.size, row.mtime_ns):
         return True
+    if sf.container != "jsonl":
+        return False
     prev = _rows(state, [row.file_id])[row.file_id]
     length = prev["head_len"] or 0
     try:
-        return 0 < length <= st.size and snap.head_hash(path, length) == prev["head_hash"]
+        return 0 < length <= st.size and snap.head_hash(sf.path, length) == prev["head_hash"]
     except (OSError, snap.NotRegularFile):
         return False
 

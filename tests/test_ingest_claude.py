@@ -353,6 +353,45 @@ def test_a_new_transcript_given_a_deleted_ones_inode_is_a_new_file(tmp_path, mon
     assert rows(db, "select file_id, path from source_files where not gone") == [(2, str(moved))]
 
 
+
+def test_a_new_subagent_meta_given_a_deleted_ones_inode_and_first_bytes_is_a_new_file(tmp_path, monkeypatch):
+    """A document is written out whole: beginning with the bytes of a deleted one (two
+    subagents given the same long task) and holding its inode, it is still another file."""
+    from convarch.etl import snapshot
+
+    shutil.copytree(DEMO, tmp_path / "claude")
+    root = tmp_path / "claude"
+    folder = next(root.glob("projects/*/*/subagents"))
+    old_meta = next(folder.glob("agent-*.meta.json"))
+    task = "Search every module for cache helpers and list them with their callers. " * 80
+    old_meta.write_text(json.dumps({"agentType": "general-purpose", "description": task + "First pass."}))
+    db = tmp_path / "w.duckdb"
+    run(db, root)
+    inode = os.stat(old_meta).st_ino
+    old_log = old_meta.with_name(old_meta.name.replace(".meta.json", ".jsonl"))
+    new_log = folder / "agent-b0b0b0b0b0b0b0b0b.jsonl"
+    new_log.write_text(old_log.read_text().replace("a1b2c3d4e5f6a7b8c", "b0b0b0b0b0b0b0b0b"))
+    old_log.unlink()
+    old_meta.unlink()
+    new_meta = new_log.with_name(new_log.stem + ".meta.json")
+    new_meta.write_text(json.dumps({"agentType": "general-purpose", "description": task + "Second pass, wider."}))
+    head = json.dumps({"agentType": "general-purpose", "description": task}).encode()[:snapshot.HEAD_LEN]
+    assert new_meta.read_bytes()[:snapshot.HEAD_LEN] == head and len(head) == snapshot.HEAD_LEN
+    real = snapshot.stat_source
+
+    def recycled(path):
+        st = real(path)
+        return snapshot.FileStat(st.dev, inode if Path(path) == new_meta else st.inode, st.size, st.mtime_ns)
+
+    monkeypatch.setattr(snapshot, "stat_source", recycled)
+    run(db, root)
+    assert rows(db, "select path, gone from source_files where path like '%.meta.json' order by file_id") == [
+        (str(old_meta), True), (str(new_meta), False)]
+    subs = rows(db, "select split_part(session_id, '/', 2), title from sessions "
+                    "where parent_session_id is not null order by 1")
+    assert subs == [("agent-a1b2c3d4e5f6a7b8c", task + "First pass."),
+                    ("agent-b0b0b0b0b0b0b0b0b", task + "Second pass, wider.")]
+
 def test_copies_in_resumed_sessions_count_once(tmp_path):
     root = tmp_path / "claude"
     base = story("s1")

@@ -746,3 +746,55 @@ def test_a_database_given_as_row_groups_makes_again_only_the_groups_that_changed
     # a session row that moved from between messages leaves its old line dead there, and the
     # lines after it keep their numbers (etl/live_lines.py)
     same_as_fresh(db, adapter, root, tmp_path / "fresh", numbered=False)
+
+
+def test_a_new_document_given_a_deleted_ones_inode_and_first_bytes_is_a_new_file(tmp_path, monkeypatch):
+    """A document written out whole can begin with the same bytes as another (the same long
+    prompt) and differ after. A new task's history given the inode of a deleted task's, and
+    beginning as it began, is not that history moved: the deleted task stays in the archive.
+    A rename keeps the size and time, so a moved document is still found."""
+    from convarch.etl import snapshot
+
+    root = tmp_path / "cline"
+    tasks = root / "tasks"
+    prompt = "<task>\n" + "Follow the house style guide to the letter. " * 150 + "\n</task>"
+
+    def history(task: str, reply: str) -> Path:
+        path = tasks / task / "api_conversation_history.json"
+        path.parent.mkdir(parents=True)
+        path.write_text(json.dumps([
+            {"role": "user", "content": [{"type": "text", "text": prompt}]},
+            {"role": "assistant", "content": [{"type": "text", "text": reply}]}]))
+        return path
+
+    old = history("1778600000000", "I renamed the module.")
+    db = tmp_path / "w" / "convarch.duckdb"
+    run(db, cline, root)
+    given = {}
+    real = snapshot.stat_source
+
+    def recycled(path):
+        st = real(path)
+        return snapshot.FileStat(st.dev, given.get(Path(path), st.inode), st.size, st.mtime_ns)
+
+    monkeypatch.setattr(snapshot, "stat_source", recycled)
+    inode = os.stat(old).st_ino
+    shutil.rmtree(old.parent)
+    new = history("1778600000001", "I fixed the flaky test instead, which took a while longer.")
+    given[new] = inode                                 # the inode the file system gives it
+    assert new.read_bytes()[:snapshot.HEAD_LEN] == json.dumps([
+        {"role": "user", "content": [{"type": "text", "text": prompt}]}]).encode()[:snapshot.HEAD_LEN]
+    s = run(db, cline, root)
+    assert s.records_added == 2
+    assert rows(db, "select session_id from sessions order by 1") == [("1778600000000",), ("1778600000001",)]
+    assert rows(db, "select path, gone from source_files order by file_id") == [(str(old), True), (str(new), False)]
+    assert scalar(db, "select count(*) from messages where text = 'I renamed the module.'") == 1
+
+    # renamed, it keeps its size and time: the same file moved, nothing loaded again
+    moved = tasks / "1778600000002" / new.name
+    moved.parent.mkdir()
+    new.rename(moved)
+    given[moved] = given.pop(new)
+    s = run(db, cline, root)
+    assert (s.files_changed, s.records_added) == (0, 0)
+    assert rows(db, "select file_id, path from source_files where not gone") == [(2, str(moved))]
