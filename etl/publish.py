@@ -268,9 +268,9 @@ SESSIONS_RECOMPUTED = 1000
 
 #: The fewest rows of a state table that a carried catalog changes row by row (_sync_rows);
 #: a smaller one is copied whole, and when `source_files` is, the `sessions` table is made
-#: whole too. Telling rows apart costs a few statements a table whatever its size: on the
-#: bench's 1 GB warehouse (915 files) a publish took 205 ms row by row against 143 ms whole,
-#: on 20,000 transcripts 165 ms against 218 ms. Between them the turn was not measured.
+#: whole too. Telling rows apart costs a few statements a table whatever its size: a publish
+#: at a pick-up row by row / whole, medians of 7 paired runs: 1.06 at 2,000 transcripts,
+#: 0.97-1.16 at 5,000 and 6,000, 0.93 at 7,500, 0.86 at 10,000, 0.76 at 15,000.
 ROWS_SYNCED = 5000
 
 #: The state tables whose rows name a source file.
