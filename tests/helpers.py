@@ -97,3 +97,18 @@ def reader_in_another_process(db: Path) -> Iterator[OtherReader]:
     finally:
         proc.kill()
         proc.wait()
+
+
+def hand_inodes(monkeypatch, given: dict[Path, int]) -> None:
+    """Make the planner see each path of `given` with that inode, as a file system that gives
+    a new file a deleted one's inode would (ext4 does so readily, but not when a test asks);
+    a test that renames such a file moves its entry."""
+    from convarch.etl import snapshot
+
+    real = snapshot.stat_source
+
+    def stat(path):
+        st = real(path)
+        return snapshot.FileStat(st.dev, given.get(Path(path), st.inode), st.size, st.mtime_ns)
+
+    monkeypatch.setattr(snapshot, "stat_source", stat)

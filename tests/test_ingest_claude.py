@@ -10,7 +10,7 @@ import pytest
 
 from convarch.adapters import claude_code
 from conftest import DEMO, PEER, jsonl_objects, tree_fingerprint, write_jsonl
-from helpers import assistant, rows, run, scalar, tool_result, uid, user
+from helpers import assistant, hand_inodes, rows, run, scalar, tool_result, uid, user
 
 CLAUDE_SAMPLES = {
     "daaain": PEER / "daaain__claude-code-log" / "test" / "test_data",
@@ -319,8 +319,6 @@ def test_a_new_transcript_given_a_deleted_ones_inode_is_a_new_file(tmp_path, mon
     """File systems hand a deleted file's inode to the next file made. A new transcript under
     another name with the inode of one the store deleted is not that one moved: both sessions
     stay. The same inode with the same first bytes is still a move, appended on the way."""
-    from convarch.etl import snapshot
-
     root, old = make_store(tmp_path, story("s1"))
     db = tmp_path / "w.duckdb"
     run(db, root)
@@ -328,13 +326,7 @@ def test_a_new_transcript_given_a_deleted_ones_inode_is_a_new_file(tmp_path, mon
     given = {new: os.stat(old).st_ino}                # the inode the file system gives it
     old.unlink()
     write_jsonl(new, story("s2"))
-    real = snapshot.stat_source
-
-    def recycled(path):
-        st = real(path)
-        return snapshot.FileStat(st.dev, given.get(Path(path), st.inode), st.size, st.mtime_ns)
-
-    monkeypatch.setattr(snapshot, "stat_source", recycled)
+    hand_inodes(monkeypatch, given)
     s = run(db, root)
     assert s.records_added == 4
     assert rows(db, "select session_id from sessions order by 1") == [("s1",), ("s2",)]
@@ -377,13 +369,7 @@ def test_a_new_subagent_meta_given_a_deleted_ones_inode_and_first_bytes_is_a_new
     new_meta.write_text(json.dumps({"agentType": "general-purpose", "description": task + "Second pass, wider."}))
     head = json.dumps({"agentType": "general-purpose", "description": task}).encode()[:snapshot.HEAD_LEN]
     assert new_meta.read_bytes()[:snapshot.HEAD_LEN] == head and len(head) == snapshot.HEAD_LEN
-    real = snapshot.stat_source
-
-    def recycled(path):
-        st = real(path)
-        return snapshot.FileStat(st.dev, inode if Path(path) == new_meta else st.inode, st.size, st.mtime_ns)
-
-    monkeypatch.setattr(snapshot, "stat_source", recycled)
+    hand_inodes(monkeypatch, {new_meta: inode})
     run(db, root)
     assert rows(db, "select path, gone from source_files where path like '%.meta.json' order by file_id") == [
         (str(old_meta), True), (str(new_meta), False)]

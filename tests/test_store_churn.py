@@ -22,10 +22,9 @@ import pytest
 
 from conftest import tree_fingerprint
 from convarch.adapters import claude_code, cline
-from convarch.etl import snapshot
 from convarch.etl.ingest import ingest
 from convarch.etl.layout import Layout
-from helpers import assistant, rows, user
+from helpers import assistant, hand_inodes, rows, user
 from test_live_writers import Notices
 
 FOLDERS = ("-work-app", "-work-api", "-work-archive")
@@ -169,13 +168,7 @@ def test_a_living_store_keeps_every_session_and_its_messages_once(tmp_path, monk
     store = kind(tmp_path / "store", rng)
     roots = [(kind.ADAPTER, kind.ADAPTER.resolve_root(store.root))]
     notices = Notices(roots) if narrowed else None
-    real = snapshot.stat_source
-
-    def stat(path):
-        st = real(path)
-        return snapshot.FileStat(st.dev, store.given.get(Path(path), st.inode), st.size, st.mtime_ns)
-
-    monkeypatch.setattr(snapshot, "stat_source", stat)
+    hand_inodes(monkeypatch, store.given)
     db = tmp_path / "w" / "convarch.duckdb"
     done: list[str] = []
     archived: dict[str, tuple] = {}

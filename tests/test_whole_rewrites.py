@@ -20,7 +20,7 @@ from convarch.etl.lines import split_chunks, split_snapshot
 from convarch.etl.ingest import ingest
 from convarch.etl.layout import Layout
 from conftest import REPO, tree_fingerprint
-from helpers import rows, scalar
+from helpers import hand_inodes, rows, scalar
 from test_parallel_load import TABLES, snapshot_of
 
 TASK = "1778580000000"
@@ -770,14 +770,8 @@ def test_a_new_document_given_a_deleted_ones_inode_and_first_bytes_is_a_new_file
     old = history("1778600000000", "I renamed the module.")
     db = tmp_path / "w" / "convarch.duckdb"
     run(db, cline, root)
-    given = {}
-    real = snapshot.stat_source
-
-    def recycled(path):
-        st = real(path)
-        return snapshot.FileStat(st.dev, given.get(Path(path), st.inode), st.size, st.mtime_ns)
-
-    monkeypatch.setattr(snapshot, "stat_source", recycled)
+    given: dict[Path, int] = {}
+    hand_inodes(monkeypatch, given)
     inode = os.stat(old).st_ino
     shutil.rmtree(old.parent)
     new = history("1778600000001", "I fixed the flaky test instead, which took a while longer.")
