@@ -1,7 +1,8 @@
 """Stores that live as a user's do, with an ingest after every few changes: a Claude Code
 store's sessions begun, appended to, moved to another project folder (appended to on the way,
-or not), deleted (a project's folder too, with all its sessions), and new ones made; a Cline store's tasks begun, their histories written out
-again grown, edited or cut back (a checkpoint restored), and deleted.
+or not), deleted (a project's folder too, with all its sessions), and new ones made; a Cline
+store's tasks begun, their histories written out again grown, edited or cut back (a
+checkpoint restored), and deleted.
 
 File systems give a deleted file's inode to the next file made (ext4 does so readily; the
 test also hands new files a deleted one's inode on purpose, through the stat the planner
