@@ -17,7 +17,7 @@ from types import ModuleType
 import duckdb
 import pyarrow as pa
 
-from convarch.etl import session_parts
+from convarch.etl import retained, session_parts
 from convarch.etl.layout import Layout
 from convarch.etl.extract import earlier_context, extract, index
 from convarch.etl.look import Look
@@ -107,11 +107,16 @@ def _ingest(layout, targets, on_plan, progress, wait_seconds, redact, n_workers,
             written, updates, sessions, batches, same = extract(staging, run_id, state, changed, summary, progress,
                                                                 workers, earlier)
             loaded = [w.staged for w in written if w.table_name == "records"]
+            # a store read again whole keeps the sessions it deleted inside itself (their
+            # facts carried to its new epoch by derive_kept, as those of the lines it kept)
+            retaining = {u["file_id"] for u in retained.retain(layout, state, updates, changed, loaded)
+                         if u["action"] == "rewrite"}
             if session_parts.missing(state):
                 loaded += session_parts.lake_records(layout, state)
             written += session_parts.derive(state, loaded, staging / "parts", run_id)
-            written += session_parts.derive_kept(layout, state, [u for u in updates if u["action"] == "replace_tail"],
-                                                 staging / "kept", run_id)
+            written += session_parts.derive_kept(
+                layout, state, [u for u in updates if u["action"] == "replace_tail" or u["file_id"] in retaining],
+                staging / "kept", run_id)
             summary.extract_seconds = time.monotonic() - t0
             seeds = ensure_seeds(layout)
             t_index = time.monotonic()
@@ -196,6 +201,7 @@ def _commit_versions(state, updates: list[dict]) -> None:
     (file_line_hashes), inside the run's transaction."""
     if not updates:
         return
+    retained.commit(state, updates)
     ids = pa.table({"file_id": pa.array([u["file_id"] for u in updates], pa.int64())})
     versions = [(u["file_id"], e, first) for u in updates if len(u["versions"]) > 1 for e, first in u["versions"]]
     hashed = [u for u in updates if u["line_hashes"] is not None]

@@ -26,7 +26,13 @@ def whole(epoch: int) -> tuple[tuple[int, int, int], ...]:
 
 def live_lines(u: dict) -> tuple[tuple[int, int, int], ...]:
     """(epoch, first line, last line) of each run of live lines a loaded file's current
-    version holds, from its update's `versions` (empty when it is its epoch whole)."""
+    version holds, from its update's `versions` (empty when it is its epoch whole), and then
+    the runs of earlier epochs it keeps `retained` (etl/retained.py)."""
+    return version_lines(u) + tuple(u.get("retained") or ())
+
+
+def version_lines(u: dict) -> tuple[tuple[int, int, int], ...]:
+    """The live runs of the file's current version alone, without the lines it retains."""
     if len(u["versions"]) < 2:
         return whole(u["epoch"])
     return tuple(r for r in _runs(u["versions"], LAST_LINE) if r[0] != DEAD)

@@ -115,6 +115,7 @@ STATE_TABLES = {
     "source_files": "one row per source file read: watermark, epoch and counts",
     "file_versions": "one row per run of lines of a file whose current version is several runs: its epoch "
                      "(0: lines no longer live) and first line; a run ends at the line before the next one",
+    "file_retained": "one row per run of lines a store read whole no longer gives, kept: their session has no line left",
     "ingest_runs": "one row per ingest run",
 }
 
@@ -126,7 +127,6 @@ def publish(layout: Layout, state: duckdb.DuckDBPyConnection, run_id: int) -> No
         "select path, table_name from data_files where retired_run_id is null order by path"
     ).fetchall():
         files[table].append(str(layout.lake / path))
-
     tmp = layout.db.with_name(f"{layout.db.name}.tmp-{os.getpid()}")
     _discard(tmp)
     outgoing = read_manifest(layout) or {}
@@ -274,7 +274,7 @@ SESSIONS_RECOMPUTED = 1000
 ROWS_SYNCED = 5000
 
 #: The state tables whose rows name a source file.
-FILE_ROWS = ("source_files", "file_versions")
+FILE_ROWS = ("source_files", "file_versions", "file_retained")
 
 
 def _sync_rows(con: duckdb.DuckDBPyConnection, state: duckdb.DuckDBPyConnection, name: str) -> list[int]:

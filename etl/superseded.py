@@ -14,6 +14,7 @@ import duckdb
 import pyarrow as pa
 
 from convarch.etl.live_lines import live_lines
+from convarch.etl.retained import retained_by_file
 
 #: Derived tables whose rows a later run supersedes, by the column that says which run or
 #: version made a row and the column of `current_versions` it is compared with. A file's
@@ -85,11 +86,13 @@ def current_versions(state: duckdb.DuckDBPyConnection, updates: list[tuple[int, 
 def current_lines(state: duckdb.DuckDBPyConnection, updates: list[dict]) -> pa.Table:
     """(file_id, epoch, first_line, last_line) of each run of live lines of every file as it
     stands once this run commits, as int_current_lines reads them: `updates` are the files
-    this run loaded. A file the agent deleted keeps its lines (the archive keeps them)."""
+    this run loaded. A file the agent deleted keeps its lines (the archive keeps them), and so
+    does a store of the sessions it deleted inside itself (etl/retained.py)."""
     versions: dict[int, list[tuple[int, int]]] = {}
     for fid, epoch, first in state.execute("select file_id, epoch, first_line from file_versions").fetchall():
         versions.setdefault(fid, []).append((epoch, first))
-    files = {fid: {"epoch": epoch, "versions": versions.get(fid, [])}
+    kept = retained_by_file(state)
+    files = {fid: {"epoch": epoch, "versions": versions.get(fid, []), "retained": kept.get(fid)}
              for fid, epoch in state.execute("select file_id, epoch from source_files").fetchall()}
     files.update({u["file_id"]: u for u in updates})
     rows = [(fid, *run) for fid, f in files.items() for run in live_lines(f)]

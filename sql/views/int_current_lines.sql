@@ -3,7 +3,8 @@
 -- the end), except a store read whole that kept lines it gave before where they were loaded
 -- and loaded only its new lines, as a new epoch (file_versions, etl/live_lines.py): each of
 -- its runs is live from its first line up to the line before the next one's, and a run of
--- epoch 0 is lines no longer live.
+-- epoch 0 is lines no longer live. Such a store also keeps, as runs of their earlier epochs,
+-- the lines of a session it deleted inside itself (file_retained, etl/retained.py).
 with current_files as (
     select file_id, epoch from int_current_files
 ),
@@ -29,10 +30,18 @@ whole_files as (
     anti join versions as v on v.file_id = c.file_id
 ),
 
+retained_lines as (
+    select r.file_id, r.epoch, r.first_line, r.last_line
+    from file_retained as r
+    join current_files as c on c.file_id = r.file_id
+),
+
 final as (
     select * from whole_files
     union all
     select * from live_versions
+    union all
+    select * from retained_lines
 )
 
 select * from final

@@ -1,0 +1,171 @@
+"""A session a store deletes inside itself stays in the archive, as a deleted transcript file
+does: a database read again whole keeps live the lines of a session it no longer holds
+(etl/retained.py). A session that goes on in the store is the store's again: its edited,
+cut or moved lines are replaced, never kept twice."""
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+from pathlib import Path
+
+from convarch.adapters import cline, goose
+from convarch.etl.ingest import ingest
+from convarch.etl.layout import Layout
+from conftest import tree_fingerprint
+from helpers import rows, scalar
+from test_whole_rewrites import goose_build
+
+MAIN, SUB = "20260505_1", "20260505_2"
+#: (session, messages, records) of the contract store
+WHOLE = [(MAIN, 12, 15), (SUB, 2, 3)]
+
+
+def run(db: Path, adapter, root: Path):
+    return ingest(Layout(db), [(adapter, adapter.resolve_root(root))])
+
+
+def drop_session(path: Path, sid: str) -> None:
+    """What deleting a session in goose leaves: no row of it in any table."""
+    con = sqlite3.connect(path)
+    with con:
+        for table, column in (("messages", "session_id"), ("usage_ledger", "session_id"), ("sessions", "id")):
+            con.execute(f"delete from {table} where {column} = ?", [sid])
+    con.close()
+
+
+def facts(db: Path) -> list[tuple]:
+    return rows(db, "select session_id, message_count, record_count from sessions order by 1")
+
+
+def test_a_session_deleted_in_a_database_stays_with_everything_it_had(tmp_path):
+    store = tmp_path / "goose" / "sessions" / "sessions.db"
+    goose_build.write_db(store)
+    db = tmp_path / "w" / "convarch.duckdb"
+    run(db, goose, tmp_path / "goose")
+    assert facts(db) == WHOLE
+    messages = rows(db, "select session_id, line_no, kind, text from messages order by 1, 2, 3, 4")
+    calls = rows(db, "select session_id, tool_name, output_text from tool_calls order by 1, 2, 3")
+
+    drop_session(store, MAIN)
+    before = tree_fingerprint(store.parent)
+    s = run(db, goose, tmp_path / "goose")
+    assert tree_fingerprint(store.parent) == before
+    assert s.files_changed == 1
+    assert facts(db) == WHOLE
+    assert rows(db, "select session_id, line_no, kind, text from messages order by 1, 2, 3, 4") == messages
+    assert rows(db, "select session_id, tool_name, output_text from tool_calls order by 1, 2, 3") == calls
+    assert scalar(db, "select count(*) from search_postings where term = 'ttl'") > 0
+    # a fresh load of the store as it is now has only what the store holds
+    fresh = tmp_path / "fresh" / "convarch.duckdb"
+    run(fresh, goose, tmp_path / "goose")
+    assert facts(fresh) == [w for w in WHOLE if w[0] != MAIN]
+
+    # the session that goes on grows; the deleted one stays as it was, once
+    con = sqlite3.connect(store)
+    with con:
+        con.execute("insert into messages (session_id, role, content_json, created_timestamp) values "
+                    "(?, 'user', ?, 1778000100)", [SUB, json.dumps([{"type": "text", "text": "and the tests?"}])])
+    con.close()
+    s = run(db, goose, tmp_path / "goose")
+    assert s.records_added >= 1
+    assert facts(db) == [(MAIN, 12, 15), (SUB, 3, 4)]
+    assert scalar(db, "select count(*) from messages where session_id = ?", [MAIN]) == 12
+
+    # nothing changed: nothing loaded, nothing lost
+    s = run(db, goose, tmp_path / "goose")
+    assert (s.files_changed, s.records_added) == (0, 0)
+    # the store's last session deleted too, then the database itself: both stay
+    drop_session(store, SUB)
+    run(db, goose, tmp_path / "goose")
+    assert facts(db) == [(MAIN, 12, 15), (SUB, 3, 4)]
+    target = goose.resolve_root(tmp_path / "goose")
+    shutil.rmtree(store.parent)
+    ingest(Layout(db), [(goose, target)])
+    assert facts(db) == [(MAIN, 12, 15), (SUB, 3, 4)]
+    assert rows(db, "select gone from source_files") == [(True,)]
+
+
+def test_a_session_that_goes_on_keeps_no_line_it_no_longer_has(tmp_path):
+    """Edited, cut back, deleted in part: the store's version of a session it still holds is
+    the archive's, as a fresh load of it would give."""
+    store = tmp_path / "goose" / "sessions" / "sessions.db"
+    goose_build.write_db(store)
+    db = tmp_path / "w" / "convarch.duckdb"
+    run(db, goose, tmp_path / "goose")
+    con = sqlite3.connect(store)
+    with con:
+        con.execute("update messages set content_json = ? where session_id = ? and role = 'assistant' "
+                    "and id = (select max(id) from messages where session_id = ?)",
+                    [json.dumps([{"type": "text", "text": "Logging added, at debug level."}]), MAIN, MAIN])
+        con.execute("delete from messages where session_id = ? and id = (select min(id) from messages "
+                    "where session_id = ?)", [SUB, SUB])
+    con.close()
+    run(db, goose, tmp_path / "goose")
+    assert scalar(db, "select count(*) from file_retained") == 0
+    assert facts(db) == [(MAIN, 12, 15), (SUB, 1, 2)]
+    assert scalar(db, "select count(*) from messages where text like 'Logging added%'") == 1
+    fresh = tmp_path / "fresh" / "convarch.duckdb"
+    run(fresh, goose, tmp_path / "goose")
+    assert facts(db) == facts(fresh)
+
+
+def test_a_task_dropped_from_clines_index_keeps_its_entry(tmp_path):
+    """A document too: Cline's task history index, written out whole, loses a task's entry
+    when the task is deleted; the archive keeps the entry, and its title."""
+    from test_whole_rewrites import cline_store
+
+    root, _api = cline_store(tmp_path)
+    index = root / "state" / "taskHistory.json"
+    db = tmp_path / "w" / "convarch.duckdb"
+    run(db, cline, root)
+    titles = rows(db, "select session_id, title from sessions order by 1")
+    entries = json.loads(index.read_text())
+    assert len(entries) >= 2
+    dropped = entries.pop(0)
+    index.write_text(json.dumps(entries))
+    shutil.rmtree(root / "tasks" / str(dropped["id"]), ignore_errors=True)
+    run(db, cline, root)
+    assert rows(db, "select session_id, title from sessions order by 1") == titles
+    entry = "select count(*) from stg_records where record_type = 'history_item' and session_id = ?"
+    assert scalar(db, entry, [str(dropped["id"])]) == 1
+
+
+def test_a_session_deleted_in_opencode_stays(tmp_path):
+    """OpenCode deletes a session's messages and parts with it (foreign keys, on cascade)."""
+    import importlib.util
+
+    from conftest import REPO
+    from convarch.adapters import opencode
+
+    spec = importlib.util.spec_from_file_location("opencode_build", REPO / "fixtures" / "opencode" / "build_contract.py")
+    build = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build)
+    store = tmp_path / "opencode" / "opencode.db"
+    build.write_db(store)
+    db = tmp_path / "w" / "convarch.duckdb"
+    run(db, opencode, tmp_path / "opencode")
+    before = facts(db)
+    texts = rows(db, "select session_id, text from messages where text is not null order by 1, 2")
+    assert len(before) == 2 and any(sid == build.CHILD for sid, _ in texts)
+    con = sqlite3.connect(store)
+    with con:
+        con.execute("pragma foreign_keys = on")
+        con.execute("delete from session where id = ?", [build.CHILD])
+        assert con.execute("select count(*) from message where session_id = ?", [build.CHILD]).fetchone() == (0,)
+    con.close()
+    s = run(db, opencode, tmp_path / "opencode")
+    assert s.files_changed == 1
+    assert facts(db) == before
+    assert rows(db, "select session_id, text from messages where text is not null order by 1, 2") == texts
+    assert scalar(db, "select parent_session_id from sessions where session_id = ?", [build.CHILD]) == build.MAIN
+
+
+def test_the_lines_no_longer_live_are_those_no_run_of_the_new_version_covers():
+    from convarch.etl.retained import _minus
+
+    end = (1 << 63) - 1
+    assert _minus([(1, 1, 1, 10)], [(1, 1, 1, 3), (1, 1, 6, 7)]) == [(1, 1, 4, 5), (1, 1, 8, 10)]
+    assert _minus([(1, 1, 1, 10)], [(1, 2, 1, end), (2, 1, 1, end)]) == [(1, 1, 1, 10)]   # another epoch, file
+    assert _minus([(1, 1, 1, 10), (1, 1, 20, 30)], [(1, 1, 1, end)]) == []
+    assert _minus([(1, 1, 5, 10)], [(1, 1, 8, 20), (1, 1, 1, 6)]) == [(1, 1, 7, 7)]
