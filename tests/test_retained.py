@@ -46,6 +46,8 @@ def test_a_session_deleted_in_a_database_stays_with_everything_it_had(tmp_path):
     assert facts(db) == WHOLE
     messages = rows(db, "select session_id, line_no, kind, text from messages order by 1, 2, 3, 4")
     calls = rows(db, "select session_id, tool_name, output_text from tool_calls order by 1, 2, 3")
+    usage = rows(db, "select session_id, input_tokens, output_tokens from usage order by 1, 2, 3")
+    assert len(usage) == 2
 
     drop_session(store, MAIN)
     before = tree_fingerprint(store.parent)
@@ -55,6 +57,7 @@ def test_a_session_deleted_in_a_database_stays_with_everything_it_had(tmp_path):
     assert facts(db) == WHOLE
     assert rows(db, "select session_id, line_no, kind, text from messages order by 1, 2, 3, 4") == messages
     assert rows(db, "select session_id, tool_name, output_text from tool_calls order by 1, 2, 3") == calls
+    assert rows(db, "select session_id, input_tokens, output_tokens from usage order by 1, 2, 3") == usage
     assert scalar(db, "select count(*) from search_postings where term = 'ttl'") > 0
     # a fresh load of the store as it is now has only what the store holds
     fresh = tmp_path / "fresh" / "convarch.duckdb"
@@ -169,3 +172,29 @@ def test_the_lines_no_longer_live_are_those_no_run_of_the_new_version_covers():
     assert _minus([(1, 1, 1, 10)], [(1, 2, 1, end), (2, 1, 1, end)]) == [(1, 1, 1, 10)]   # another epoch, file
     assert _minus([(1, 1, 1, 10), (1, 1, 20, 30)], [(1, 1, 1, end)]) == []
     assert _minus([(1, 1, 5, 10)], [(1, 1, 8, 20), (1, 1, 1, 6)]) == [(1, 1, 7, 7)]
+
+
+def test_calls_of_a_kept_session_count_once_beside_the_lines_that_took_their_numbers(tmp_path):
+    """A Gemini CLI session file written out as another session keeps the first one; the new
+    version's lines are numbered from 1 again, as the kept ones were. Each answer's tokens,
+    which carry no API id, still count once, as does each message."""
+    from convarch.adapters import gemini_cli
+    from test_adapter_gemini_cli import HEADER, msg
+
+    chats = tmp_path / "home" / ".gemini" / "tmp" / "demo" / "chats"
+    chats.mkdir(parents=True)
+    path = chats / "session-2026-05-01T10-00-aaaa1111.jsonl"
+    sid = "aaaa1111-0000-4000-8000-{:012d}".format
+    root = tmp_path / "home" / ".gemini"
+    db = tmp_path / "w" / "convarch.duckdb"
+    for k in range(3):
+        path.write_text("".join(json.dumps(r) + "\n" for r in [
+            {**HEADER, "sessionId": sid(k)},
+            msg(f"u-{k}", "user", f"question {k}", 1),
+            msg(f"g-{k}", "gemini", f"answer {k}", 2, model="gemini-2.5-pro",
+                tokens={"input": 100 * (k + 1), "output": 10, "total": 100 * (k + 1) + 10})]))
+        run(db, gemini_cli, root)
+    assert rows(db, "select session_id, input_tokens from usage order by 1") == [(sid(k), 100 * (k + 1)) for k in range(3)]
+    assert rows(db, "select session_id, count(*) from unique_messages group by 1 order by 1") == [
+        (sid(k), 2) for k in range(3)]
+    assert rows(db, "select count(distinct line_no) from messages") == [(2,)]      # the numbers are shared

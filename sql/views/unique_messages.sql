@@ -9,7 +9,9 @@ with copies as (
         count(*) over (partition by m.source, m.message_id) as copy_count,
         row_number() over (
             partition by m.source, m.message_id
-            order by s.started_at nulls last, m.file_id, m.line_no
+            -- a file's lines kept from earlier versions (file_retained) can share a line
+            -- number with its current ones: the session then decides
+            order by s.started_at nulls last, m.file_id, m.line_no, m.session_id
         ) as copy_rank
     from messages as m
     left join sessions as s using (source, session_id)

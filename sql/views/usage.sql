@@ -6,7 +6,7 @@
 with token_records as (
     select
         source, session_id, api_message_id, request_id, model, "timestamp",
-        input_tokens, output_tokens, cache_creation_tokens, cache_read_tokens, file_id, line_no,
+        input_tokens, output_tokens, cache_creation_tokens, cache_read_tokens, file_id, file_epoch, line_no,
         min("timestamp") over (partition by file_id) as file_started_at
     from stg_records
     where coalesce(input_tokens, output_tokens, cache_creation_tokens, cache_read_tokens) is not null
@@ -15,7 +15,10 @@ with token_records as (
 keyed as (
     select
         *,
-        coalesce(api_message_id || '|' || coalesce(request_id, ''), file_id || ':' || line_no) as call_key
+        -- a record without an API id is its own call: its line, of its version (a file's lines
+        -- kept from earlier versions, file_retained, can share numbers with its current ones)
+        coalesce(api_message_id || '|' || coalesce(request_id, ''),
+                 file_id || ':' || file_epoch || ':' || line_no) as call_key
     from token_records
 ),
 
