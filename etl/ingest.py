@@ -109,13 +109,13 @@ def _ingest(layout, targets, on_plan, progress, wait_seconds, redact, n_workers,
             loaded = [w.staged for w in written if w.table_name == "records"]
             # a store read again whole keeps the sessions it deleted inside itself (their
             # facts carried to its new epoch by derive_kept, as those of the lines it kept)
-            retaining = {u["file_id"] for u in retained.retain(layout, state, updates, changed, loaded)
-                         if u["action"] == "rewrite"}
+            retained.retain(layout, state, updates, changed, loaded)
             if session_parts.missing(state):
                 loaded += session_parts.lake_records(layout, state)
             written += session_parts.derive(state, loaded, staging / "parts", run_id)
             written += session_parts.derive_kept(
-                layout, state, [u for u in updates if u["action"] == "replace_tail" or u["file_id"] in retaining],
+                layout, state, [u for u in updates
+                                if u["action"] == "replace_tail" or (u["action"] == "rewrite" and u.get("retained"))],
                 staging / "kept", run_id)
             summary.extract_seconds = time.monotonic() - t0
             seeds = ensure_seeds(layout)

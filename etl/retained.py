@@ -27,33 +27,26 @@ _RUNS = ("file_id", "epoch", "first_line", "last_line")
 
 
 def retain(layout: Layout, state: duckdb.DuckDBPyConnection, updates: list[dict], changed: list[Planned],
-           loaded: list[Path]) -> list[dict]:
+           loaded: list[Path]) -> None:
     """Set `retained` on each update of a store read whole that was loaded before: the runs
     of lines it keeps of its earlier versions (those it kept already included, while their
-    session has still no line in the file). `loaded`: this run's records files. Returns the
-    updates that now retain lines."""
+    session has still no line in the file). `loaded`: this run's records files."""
     prevs = {p.file_id: p.prev for p in changed if p.prev is not None and p.file.container != "jsonl"}
     whole = [u for u in updates if u["file_id"] in prevs]
     if not whole:
-        return []
-    had: dict[int, list[tuple[int, int, int]]] = {}
-    id_list = ", ".join(str(int(u["file_id"])) for u in whole)
-    for fid, epoch, first, last in state.execute(f"select {', '.join(_RUNS)} from file_retained "
-                                                 f"where file_id in ({id_list})").fetchall():
-        had.setdefault(fid, []).append((epoch, first, last))
+        return
+    had = retained_by_file(state, [u["file_id"] for u in whole])
     for u in whole:            # lines only added: what it kept stays kept
         u["retained"] = had.get(u["file_id"], [])
     # lines only added can bring back a session kept: what it kept is looked at again then
     todo = [u for u in whole if u["action"] in ("replace_tail", "rewrite") or u["retained"]]
-    if not todo:
-        return [u for u in whole if u["retained"]]
     now = [(u["file_id"], *run) for u in todo for run in live.version_lines(u)]
     before = _minus([(u["file_id"], *run) for u in todo
                      for run in live.before(prevs[u["file_id"]].get("versions") or [], prevs[u["file_id"]]["epoch"],
                                             prevs[u["file_id"]]["lines_read"])], now)
     before += [(u["file_id"], *run) for u in todo for run in u["retained"]]
     if not before:               # nothing it held is gone from it
-        return [u for u in whole if u["retained"]]
+        return
     id_list = ", ".join(str(int(fid)) for fid in sorted({r[0] for r in before}))
     files = [*lake_records(layout, state), *loaded]
     con = state.cursor()      # as session_parts.derive's: no DuckDB of its own to open
@@ -70,7 +63,6 @@ def retain(layout: Layout, state: duckdb.DuckDBPyConnection, updates: list[dict]
         con.close()
     for u in todo:
         u["retained"] = kept.get(u["file_id"], [])
-    return [u for u in whole if u["retained"]]
 
 
 def _minus(runs: list[tuple], live: list[tuple]) -> list[tuple]:
@@ -118,9 +110,11 @@ def commit(state: duckdb.DuckDBPyConnection, updates: list[dict]) -> None:
             state.unregister("retained_rows")
 
 
-def retained_by_file(state: duckdb.DuckDBPyConnection) -> dict[int, list[tuple[int, int, int]]]:
-    """Every file's retained runs, for the files the run did not load (superseded.current_lines)."""
+def retained_by_file(state: duckdb.DuckDBPyConnection,
+                     ids: list[int] | None = None) -> dict[int, list[tuple[int, int, int]]]:
+    """The retained runs of the files `ids`, or of every file (superseded.current_lines)."""
+    where = f" where file_id in ({', '.join(str(int(i)) for i in ids)})" if ids else ""
     out: dict[int, list[tuple[int, int, int]]] = {}
-    for fid, epoch, first, last in state.execute(f"select {', '.join(_RUNS)} from file_retained").fetchall():
+    for fid, epoch, first, last in state.execute(f"select {', '.join(_RUNS)} from file_retained{where}").fetchall():
         out.setdefault(fid, []).append((epoch, first, last))
     return out
