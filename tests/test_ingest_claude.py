@@ -378,6 +378,7 @@ def test_a_new_subagent_meta_given_a_deleted_ones_inode_and_first_bytes_is_a_new
     assert subs == [("agent-a1b2c3d4e5f6a7b8c", task + "First pass."),
                     ("agent-b0b0b0b0b0b0b0b0b", task + "Second pass, wider.")]
 
+
 def test_copies_in_resumed_sessions_count_once(tmp_path):
     root = tmp_path / "claude"
     base = story("s1")
