@@ -198,3 +198,127 @@ def test_calls_of_a_kept_session_count_once_beside_the_lines_that_took_their_num
     assert rows(db, "select session_id, count(*) from unique_messages group by 1 order by 1") == [
         (sid(k), 2) for k in range(3)]
     assert rows(db, "select count(distinct line_no) from messages") == [(2,)]      # the numbers are shared
+
+
+def test_a_chat_deleted_in_cursor_stays_and_the_chat_that_goes_on_grows_once(tmp_path):
+    """Cursor deletes a chat's composer row and its bubbles from state.vscdb, and writes the
+    chats that go on in place; the store is read again whole every time it changes."""
+    from test_adapter_cursor import make_vscdb
+    from convarch.adapters import cursor
+
+    path = make_vscdb(tmp_path / "User" / "globalStorage" / "state.vscdb", {
+        "composerData:a": {"composerId": "a", "name": "old chat", "lastUpdatedAt": 1000,
+                           "fullConversationHeadersOnly": [{"bubbleId": "x"}, {"bubbleId": "y"}]},
+        "bubbleId:a:x": {"type": 1, "text": "why is the cache stale"},
+        "bubbleId:a:y": {"type": 2, "text": "the TTL is read once"},
+        "composerData:c": {"composerId": "c", "lastUpdatedAt": 2000, "fullConversationHeadersOnly": [{"bubbleId": "b1"}]},
+        "bubbleId:c:b1": {"type": 1, "text": "one"}})
+    db = tmp_path / "w" / "convarch.duckdb"
+    run(db, cursor, tmp_path / "User")
+    query = "select session_id, text from messages order by 1, 2"
+    texts = rows(db, query)
+    titles = rows(db, "select session_id, title, message_count from sessions order by 1")
+    assert len(texts) == 3 and [t[2] for t in titles] == [2, 1]
+
+    con = sqlite3.connect(path)
+    with con:
+        con.execute("delete from cursorDiskKV where key like 'composerData:a' or key like 'bubbleId:a:%'")
+    con.close()
+    before = tree_fingerprint(path.parent)
+    s = run(db, cursor, tmp_path / "User")
+    assert tree_fingerprint(path.parent) == before
+    assert (s.files_changed, s.records_added) == (1, 0)
+    assert rows(db, query) == texts
+    assert rows(db, "select session_id, title, message_count from sessions order by 1") == titles
+    assert scalar(db, "select count(*) from file_retained") >= 1
+    fresh = tmp_path / "fresh" / "convarch.duckdb"
+    run(fresh, cursor, tmp_path / "User")
+    assert rows(fresh, query) == [("c", "one")]
+
+    # the chat that goes on gains a bubble; the deleted one stays as it was, once
+    make_vscdb(path, {"composerData:c": {"composerId": "c", "lastUpdatedAt": 3000, "fullConversationHeadersOnly": [
+        {"bubbleId": "b1"}, {"bubbleId": "b2"}]}, "bubbleId:c:b2": {"type": 2, "text": "two"}})
+    s = run(db, cursor, tmp_path / "User")
+    assert s.records_added == 2
+    assert rows(db, query) == sorted([*texts, ("c", "two")])
+    assert rows(db, "select count(*) from stg_records where session_id = 'a'") == [(3,)]
+    assert scalar(db, "select count(*) from search_postings where term = 'ttl'") > 0
+    s = run(db, cursor, tmp_path / "User")
+    assert (s.files_changed, s.records_added) == (0, 0)
+
+    # a chat of the same id written again is the store's again: its new version stands
+    make_vscdb(path, {"composerData:a": {"composerId": "a", "name": "old chat", "lastUpdatedAt": 4000,
+                                         "fullConversationHeadersOnly": [{"bubbleId": "z"}]},
+                      "bubbleId:a:z": {"type": 1, "text": "started over"}})
+    run(db, cursor, tmp_path / "User")
+    fresh2 = tmp_path / "fresh2" / "convarch.duckdb"
+    run(fresh2, cursor, tmp_path / "User")
+    assert rows(db, query) == rows(fresh2, query)
+    assert ("a", "started over") in rows(db, query)
+
+
+def test_a_session_deleted_in_crush_stays(tmp_path):
+    """Crush deletes a session's messages with it; its sub-agent's session goes on."""
+    import importlib.util
+
+    from conftest import REPO
+    from convarch.adapters import crush
+
+    spec = importlib.util.spec_from_file_location("crush_build", REPO / "fixtures" / "crush" / "build_contract.py")
+    build = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build)
+    store = tmp_path / "app" / ".crush" / "crush.db"
+    build.write_db(store)
+    db = tmp_path / "w" / "convarch.duckdb"
+    run(db, crush, tmp_path / "app")
+    before = facts(db)
+    texts = rows(db, "select session_id, text from messages where text is not null order by 1, 2")
+    calls = rows(db, "select session_id, tool_name, output_text from tool_calls order by 1, 2, 3")
+    assert len(before) == 2 and calls
+    con = sqlite3.connect(store)
+    with con:
+        con.execute("delete from messages where session_id = ?", [build.MAIN])
+        con.execute("delete from sessions where id = ?", [build.MAIN])
+    con.close()
+    s = run(db, crush, tmp_path / "app")
+    assert s.files_changed == 1
+    assert facts(db) == before
+    assert rows(db, "select session_id, text from messages where text is not null order by 1, 2") == texts
+    assert rows(db, "select session_id, tool_name, output_text from tool_calls order by 1, 2, 3") == calls
+    fresh = tmp_path / "fresh" / "convarch.duckdb"
+    run(fresh, crush, tmp_path / "app")
+    assert [f[0] for f in facts(fresh)] == [build.SUB]
+
+
+def test_a_session_deleted_in_hermes_through_its_open_wal_stays(tmp_path):
+    """Hermes keeps state.db open in WAL mode: the delete reaches only the -wal, and the
+    store is read again whole from a copy of both."""
+    import importlib.util
+
+    from conftest import REPO
+    from convarch.adapters import hermes
+
+    spec = importlib.util.spec_from_file_location("hermes_build", REPO / "fixtures" / "hermes" / "build_contract.py")
+    build = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build)
+    home = tmp_path / ".hermes"
+    con = build.write_db(home / "state.db", wal=True, keep_open=True)
+    try:
+        db = tmp_path / "w" / "convarch.duckdb"
+        run(db, hermes, home)
+        before = facts(db)
+        texts = rows(db, "select session_id, text from messages where text is not null order by 1, 2")
+        assert len(before) == 2 and any(sid == build.CONT for sid, _ in texts)
+        con.execute("delete from messages where session_id = ?", [build.CONT])
+        con.execute("delete from sessions where id = ?", [build.CONT])
+        fingerprint = tree_fingerprint(home)
+        s = run(db, hermes, home)
+        assert tree_fingerprint(home) == fingerprint
+        assert (s.files_changed, s.records_added) == (1, 0)
+        assert facts(db) == before
+        assert rows(db, "select session_id, text from messages where text is not null order by 1, 2") == texts
+        fresh = tmp_path / "fresh" / "convarch.duckdb"
+        run(fresh, hermes, home)
+        assert [f[0] for f in facts(fresh)] == [build.MAIN]
+    finally:
+        con.close()
