@@ -1,7 +1,9 @@
 """Every test runs with a throwaway HOME and warehouse: nothing touches the real home."""
 from __future__ import annotations
 
+import functools
 import hashlib
+import importlib.util
 import json
 import os
 from pathlib import Path
@@ -11,6 +13,16 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 PEER = REPO.parent / "shared" / "peer-fixtures"
 DEMO = REPO / "fixtures" / "claude_code" / "demo"
+
+
+@functools.cache
+def contract_builder(source: str):
+    """The module fixtures/<source>/build_contract.py, which writes that agent's contract store
+    (a database or tree made by code, not kept as binary files), loaded once."""
+    spec = importlib.util.spec_from_file_location(f"{source}_build", REPO / "fixtures" / source / "build_contract.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 @pytest.fixture(autouse=True)

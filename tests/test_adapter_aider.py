@@ -4,9 +4,7 @@ no public sample here; the fixtures are written the way aider's io.py appends to
 fixtures/aider/build_contract.py)."""
 from __future__ import annotations
 
-import importlib.util
 import os
-import shutil
 import time
 from pathlib import Path
 
@@ -17,7 +15,7 @@ from convarch.adapters.base import RootError
 from convarch.cli.targets import default_targets
 from convarch.etl.ingest import ingest
 from convarch.etl.layout import Layout
-from conftest import REPO, tree_fingerprint
+from conftest import REPO, contract_builder, tree_fingerprint
 from helpers import rows, scalar
 
 CONTRACT = REPO / "fixtures" / "aider" / "contract"
@@ -25,9 +23,7 @@ WEATHER = CONTRACT / "weather-app"
 S1 = f"{WEATHER}@2026-03-02 09:14:55"
 S2 = f"{WEATHER}@2026-03-03 17:40:02"
 
-_spec = importlib.util.spec_from_file_location("aider_build", REPO / "fixtures" / "aider" / "build_contract.py")
-build = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(build)
+build = contract_builder("aider")
 
 
 @pytest.fixture(autouse=True)

@@ -2,8 +2,6 @@
 SQLite databases) ingest completely; tool steps are paired with the calls that ran them."""
 from __future__ import annotations
 
-import importlib.util
-import json
 import os
 import shutil
 import sqlite3
@@ -11,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PEER, REPO, tree_fingerprint
+from conftest import PEER, REPO, contract_builder, tree_fingerprint
 from convarch.adapters import antigravity
 from convarch.adapters.base import RootError
 from convarch.cli.targets import default_targets
@@ -23,9 +21,7 @@ CONTRACT = REPO / "fixtures" / "antigravity" / "contract"
 JAZZY = PEER / "jazzyalex__agent-sessions" / "Resources" / "Fixtures" / "stage0" / "agents" / "antigravity"
 PR = PEER / "portable-resume" / "antigravity"
 
-_spec = importlib.util.spec_from_file_location("antigravity_build", REPO / "fixtures" / "antigravity" / "build_contract.py")
-build = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(build)
+build = contract_builder("antigravity")
 
 A, B = build.CONV_A, build.CONV_B
 

@@ -6,14 +6,13 @@ Ingesting is slow next to parsing (each run publishes the warehouse), so every s
 ingested in one module-wide run and counts are taken per file."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 from pathlib import Path
 
 import pytest
 
-from conftest import PEER, REPO, tree_fingerprint
+from conftest import PEER, REPO, contract_builder, tree_fingerprint
 from convarch.adapters import _cline_tasks, _json_stream, cline
 from convarch.adapters.base import RootError
 from convarch.cli.targets import default_targets
@@ -25,9 +24,7 @@ CONTRACT = REPO / "fixtures" / "cline" / "contract"
 VENDOR = PEER / "cline__cline" / "sdk" / "packages" / "core" / "fixtures"
 PR = PEER / "portable-resume" / "cline"
 
-_spec = importlib.util.spec_from_file_location("cline_build", REPO / "fixtures" / "cline" / "build_contract.py")
-build = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(build)
+build = contract_builder("cline")
 
 EXT = "saoudrizwan.claude-dev"
 TORN, DRIFT, BROKEN, LINKED = "1778000000001", "1778000000002", "1778000000003", "1778000000005"

@@ -4,7 +4,6 @@ rest loads. Continue has no public sample; the fixtures are built from its sourc
 fixtures/continue_dev/build_contract.py)."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shutil
@@ -17,14 +16,12 @@ from convarch.adapters.base import RootError
 from convarch.cli.targets import default_targets
 from convarch.etl.ingest import ingest
 from convarch.etl.layout import Layout
-from conftest import REPO, tree_fingerprint
+from conftest import REPO, contract_builder, tree_fingerprint
 from helpers import rows, scalar
 
 CONTRACT = REPO / "fixtures" / "continue_dev" / "contract"
 
-_spec = importlib.util.spec_from_file_location("continue_build", REPO / "fixtures" / "continue_dev" / "build_contract.py")
-build = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(build)
+build = contract_builder("continue_dev")
 AGENT, CHAT, GONE = build.AGENT, build.CHAT, build.GONE
 
 

@@ -3,7 +3,6 @@ list, crush's own projects.json and --root, ingest completely, and every bad inp
 quarantined with a reason while the rest loads."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shutil
@@ -12,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PEER, REPO, tree_fingerprint
+from conftest import PEER, REPO, contract_builder, tree_fingerprint
 from convarch.adapters import crush
 from convarch.adapters.base import RootError
 from convarch.cli.targets import default_targets
@@ -23,9 +22,7 @@ from helpers import rows, scalar
 CONTRACT = REPO / "fixtures" / "crush" / "contract"
 SAMPLES = PEER / "portable-resume" / "crush"
 
-_spec = importlib.util.spec_from_file_location("crush_build", REPO / "fixtures" / "crush" / "build_contract.py")
-build = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(build)
+build = contract_builder("crush")
 
 
 def run(db: Path, root: Path):

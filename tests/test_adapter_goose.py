@@ -2,7 +2,6 @@
 every bad input is quarantined with a reason while the rest loads."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shutil
@@ -16,15 +15,13 @@ from convarch.adapters.base import RootError
 from convarch.cli.targets import default_targets
 from convarch.etl.ingest import ingest
 from convarch.etl.layout import Layout
-from conftest import PEER, REPO, tree_fingerprint, write_jsonl
+from conftest import PEER, REPO, contract_builder, tree_fingerprint, write_jsonl
 from helpers import rows, scalar
 
 CONTRACT = REPO / "fixtures" / "goose" / "contract"
 SAMPLES = PEER / "portable-resume" / "goose"
 
-_spec = importlib.util.spec_from_file_location("goose_build", REPO / "fixtures" / "goose" / "build_contract.py")
-build = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(build)
+build = contract_builder("goose")
 
 
 @pytest.fixture(autouse=True)

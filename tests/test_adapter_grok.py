@@ -3,7 +3,6 @@ streams) and the community grok-cli (grok.db). Each adapter reads only its own f
 sample ingests with exact counts, and bad input is quarantined while the rest loads."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 import sqlite3
@@ -11,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PEER, REPO, tree_fingerprint
+from conftest import PEER, REPO, contract_builder, tree_fingerprint
 from convarch.adapters import grok_build, grok_cli
 from convarch.adapters.base import RootError
 from convarch.cli.targets import default_targets
@@ -20,15 +19,9 @@ from convarch.etl.layout import Layout
 from helpers import rows, scalar
 
 
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(f"{name}_build", REPO / "fixtures" / name / "build_contract.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
-
-bb = _load("grok_build")
-cb = _load("grok_cli")
+bb = contract_builder("grok_build")
+cb = contract_builder("grok_cli")
 BUILD = REPO / "fixtures" / "grok_build" / "contract"
 CLI = REPO / "fixtures" / "grok_cli" / "contract"
 JAZZY = PEER / "jazzyalex__agent-sessions" / "Resources" / "Fixtures" / "stage0" / "agents" / "grok"

@@ -6,7 +6,6 @@ No public sample exists; the stores are written from the evidence in adapters/ki
 (fixtures/kilo_code/build_contract.py). One module-wide ingest keeps the suite fast."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
@@ -15,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, tree_fingerprint
+from conftest import REPO, contract_builder, tree_fingerprint
 from convarch import sql
 from convarch.adapters import kilo_code
 from convarch.adapters.base import RootError
@@ -28,9 +27,7 @@ CONTRACT = REPO / "fixtures" / "kilo_code" / "contract"
 EXTENSION = REPO / "fixtures" / "kilo_code" / "extension"
 EXT = "kilocode.kilo-code"
 
-_spec = importlib.util.spec_from_file_location("kilo_build", REPO / "fixtures" / "kilo_code" / "build_contract.py")
-build = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(build)
+build = contract_builder("kilo_code")
 MAIN, CHILD, TASK = build.MAIN, build.CHILD, build.TASK
 
 

@@ -3,7 +3,6 @@ transcripts ingest completely, tables holding credentials or peer ids are never 
 every bad input is quarantined with a reason while the rest loads."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shutil
@@ -17,16 +16,14 @@ from convarch.adapters.base import RootError
 from convarch.cli.targets import default_targets
 from convarch.etl.ingest import ingest
 from convarch.etl.layout import Layout
-from conftest import PEER, REPO, tree_fingerprint
+from conftest import PEER, REPO, contract_builder, tree_fingerprint
 from helpers import rows, scalar
 
 CONTRACT = REPO / "fixtures" / "openclaw" / "contract"
 PR = PEER / "portable-resume" / "openclaw"
 JAZZY = PEER / "jazzyalex__agent-sessions" / "Resources" / "Fixtures" / "stage0" / "agents" / "openclaw"
 
-_spec = importlib.util.spec_from_file_location("openclaw_build", REPO / "fixtures" / "openclaw" / "build_contract.py")
-build = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(build)
+build = contract_builder("openclaw")
 W1, W2, W3 = build.W1, build.W2, build.W3
 
 

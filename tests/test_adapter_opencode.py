@@ -2,7 +2,6 @@
 ingest completely, and every bad input is quarantined with a reason while the rest loads."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 from pathlib import Path
@@ -14,16 +13,14 @@ from convarch.adapters.base import RootError
 from convarch.cli.targets import default_targets
 from convarch.etl.ingest import ingest
 from convarch.etl.layout import Layout
-from conftest import PEER, REPO, tree_fingerprint
+from conftest import PEER, REPO, contract_builder, tree_fingerprint
 from helpers import rows, scalar
 
 CONTRACT = REPO / "fixtures" / "opencode" / "contract"
 PR = PEER / "portable-resume" / "opencode"
 JAZZY = PEER / "jazzyalex__agent-sessions" / "Resources" / "Fixtures" / "stage0" / "agents" / "opencode"
 
-_spec = importlib.util.spec_from_file_location("opencode_build", REPO / "fixtures" / "opencode" / "build_contract.py")
-build = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(build)
+build = contract_builder("opencode")
 MAIN, CHILD = build.MAIN, build.CHILD
 
 

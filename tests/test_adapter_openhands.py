@@ -2,7 +2,6 @@
 and bad event files are quarantined one by one while the rest loads."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shutil
@@ -10,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PEER, REPO, tree_fingerprint
+from conftest import PEER, REPO, contract_builder, tree_fingerprint
 from convarch.adapters import openhands
 from convarch.adapters.base import RootError
 from convarch.cli.targets import default_targets
@@ -22,9 +21,7 @@ CONTRACT = REPO / "fixtures" / "openhands" / "contract"
 FRANKEN = PEER / "Dicklesworthstone__franken_agent_detection" / "fixtures" / "openhands"
 PR = PEER / "portable-resume" / "openhands"
 
-_spec = importlib.util.spec_from_file_location("openhands_build", REPO / "fixtures" / "openhands" / "build_contract.py")
-build = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(build)
+build = contract_builder("openhands")
 
 CONV, SUB, V0 = build.CONV, build.SUB, build.V0_SID
 

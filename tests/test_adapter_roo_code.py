@@ -6,14 +6,13 @@ No public sample exists; the contract store is written from Roo Code's source
 (fixtures/roo_code/build_contract.py). One module-wide ingest keeps the suite fast."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 from pathlib import Path
 
 import pytest
 
-from conftest import REPO, tree_fingerprint
+from conftest import REPO, contract_builder, tree_fingerprint
 from convarch.adapters import roo_code
 from convarch.adapters.base import RootError
 from convarch.cli.targets import default_targets
@@ -24,9 +23,7 @@ from helpers import rows, scalar
 CONTRACT = REPO / "fixtures" / "roo_code" / "contract"
 EXT = "rooveterinaryinc.roo-cline"
 
-_spec = importlib.util.spec_from_file_location("roo_build", REPO / "fixtures" / "roo_code" / "build_contract.py")
-build = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(build)
+build = contract_builder("roo_code")
 ROOT, CHILD, XML = build.ROOT, build.CHILD, build.XML
 TORN_V2, BAD_ITEM = "0e9d8c7b-6a5f-4e3d-8c2b-1a0f9e8d7c6b", "1f0e9d8c-7b6a-4f5e-9d3c-2b1a0f9e8d7c"
 

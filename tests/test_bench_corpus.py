@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
 from conftest import REPO, tree_fingerprint
 from convarch.adapters import claude_code, codex

@@ -1,11 +1,9 @@
 """A reader holding the warehouse open never blocks ingest, and two ingests never overlap."""
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 
-import duckdb
 import pytest
 
 from convarch import connect

@@ -6,7 +6,6 @@ where they are when a run copies a store is up to the machine, so each run of th
 catches different moments, and every one of them must hold to this."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import random
@@ -24,16 +23,14 @@ from convarch.etl.ingest import ingest
 from convarch.etl.layout import Layout
 from convarch.etl.look import Look
 from convarch.cli.changes import StoreChanges
-from conftest import REPO
+from conftest import REPO, contract_builder
 from helpers import rows, scalar
 from test_parallel_load import TABLES, snapshot_of
 from test_whole_rewrites import TASK, goose_build, in_line_order
 
 import agent_writers
 
-_spec = importlib.util.spec_from_file_location("opencode_build", REPO / "fixtures" / "opencode" / "build_contract.py")
-opencode_build = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(opencode_build)
+opencode_build = contract_builder("opencode")
 
 #: the half-written window: wide enough that a run held up between its copy and its check (a
 #: loaded CI machine) still finds a torn copy recent

@@ -9,10 +9,10 @@ import shutil
 import sqlite3
 from pathlib import Path
 
-from convarch.adapters import cline, goose
+from convarch.adapters import cline, crush, cursor, goose, hermes, opencode
 from convarch.etl.ingest import ingest
 from convarch.etl.layout import Layout
-from conftest import tree_fingerprint
+from conftest import contract_builder, tree_fingerprint
 from helpers import rows, scalar
 from test_whole_rewrites import goose_build
 
@@ -136,14 +136,7 @@ def test_a_task_dropped_from_clines_index_keeps_its_entry(tmp_path):
 
 def test_a_session_deleted_in_opencode_stays(tmp_path):
     """OpenCode deletes a session's messages and parts with it (foreign keys, on cascade)."""
-    import importlib.util
-
-    from conftest import REPO
-    from convarch.adapters import opencode
-
-    spec = importlib.util.spec_from_file_location("opencode_build", REPO / "fixtures" / "opencode" / "build_contract.py")
-    build = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(build)
+    build = contract_builder("opencode")
     store = tmp_path / "opencode" / "opencode.db"
     build.write_db(store)
     db = tmp_path / "w" / "convarch.duckdb"
@@ -204,8 +197,6 @@ def test_a_chat_deleted_in_cursor_stays_and_the_chat_that_goes_on_grows_once(tmp
     """Cursor deletes a chat's composer row and its bubbles from state.vscdb, and writes the
     chats that go on in place; the store is read again whole every time it changes."""
     from test_adapter_cursor import make_vscdb
-    from convarch.adapters import cursor
-
     path = make_vscdb(tmp_path / "User" / "globalStorage" / "state.vscdb", {
         "composerData:a": {"composerId": "a", "name": "old chat", "lastUpdatedAt": 1000,
                            "fullConversationHeadersOnly": [{"bubbleId": "x"}, {"bubbleId": "y"}]},
@@ -259,14 +250,7 @@ def test_a_chat_deleted_in_cursor_stays_and_the_chat_that_goes_on_grows_once(tmp
 
 def test_a_session_deleted_in_crush_stays(tmp_path):
     """Crush deletes a session's messages with it; its sub-agent's session goes on."""
-    import importlib.util
-
-    from conftest import REPO
-    from convarch.adapters import crush
-
-    spec = importlib.util.spec_from_file_location("crush_build", REPO / "fixtures" / "crush" / "build_contract.py")
-    build = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(build)
+    build = contract_builder("crush")
     store = tmp_path / "app" / ".crush" / "crush.db"
     build.write_db(store)
     db = tmp_path / "w" / "convarch.duckdb"
@@ -293,14 +277,7 @@ def test_a_session_deleted_in_crush_stays(tmp_path):
 def test_a_session_deleted_in_hermes_through_its_open_wal_stays(tmp_path):
     """Hermes keeps state.db open in WAL mode: the delete reaches only the -wal, and the
     store is read again whole from a copy of both."""
-    import importlib.util
-
-    from conftest import REPO
-    from convarch.adapters import hermes
-
-    spec = importlib.util.spec_from_file_location("hermes_build", REPO / "fixtures" / "hermes" / "build_contract.py")
-    build = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(build)
+    build = contract_builder("hermes")
     home = tmp_path / ".hermes"
     con = build.write_db(home / "state.db", wal=True, keep_open=True)
     try:

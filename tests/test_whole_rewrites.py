@@ -4,7 +4,6 @@ new ones when the old ones come first again and the adapter's SQL reads lines on
 Either way the warehouse reads exactly as if the final store had been loaded at once."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shutil
@@ -19,15 +18,13 @@ from convarch.etl.containers import WholeStream, makes_lines, snapshot_whole
 from convarch.etl.lines import split_chunks, split_snapshot
 from convarch.etl.ingest import ingest
 from convarch.etl.layout import Layout
-from conftest import REPO, tree_fingerprint
+from conftest import REPO, contract_builder, tree_fingerprint
 from helpers import hand_inodes, rows, scalar
 from test_parallel_load import TABLES, snapshot_of
 
 TASK = "1778580000000"
 
-_spec = importlib.util.spec_from_file_location("goose_build", REPO / "fixtures" / "goose" / "build_contract.py")
-goose_build = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(goose_build)
+goose_build = contract_builder("goose")
 
 
 def run(db: Path, adapter, root: Path):
@@ -436,9 +433,7 @@ def test_an_opencode_database_as_a_session_goes_on_reads_like_a_fresh_load(tmp_p
     as a fresh load after each step whatever the groups' size."""
     from convarch.adapters import opencode
 
-    spec = importlib.util.spec_from_file_location("opencode_build", REPO / "fixtures" / "opencode" / "build_contract.py")
-    build = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(build)
+    build = contract_builder("opencode")
     monkeypatch.setattr(opencode, "GROUP_MESSAGES", group)
     made: list[int] = []
     real = opencode._message_lines
@@ -494,9 +489,7 @@ def test_a_session_that_goes_on_loads_its_new_message_and_its_own_row_alone(tmp_
     row alone."""
     from convarch.adapters import opencode
 
-    spec = importlib.util.spec_from_file_location("opencode_build", REPO / "fixtures" / "opencode" / "build_contract.py")
-    build = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(build)
+    build = contract_builder("opencode")
     data = tmp_path / "opencode"
     con = build.write_db(data / "opencode.db", wal=True, keep_open=True)
     try:
