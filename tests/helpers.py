@@ -112,3 +112,34 @@ def hand_inodes(monkeypatch, given: dict[Path, int]) -> None:
         return snapshot.FileStat(st.dev, given.get(Path(path), st.inode), st.size, st.mtime_ns)
 
     monkeypatch.setattr(snapshot, "stat_source", stat)
+
+
+def ingest_samples(db: Path, samples: dict[str, tuple]) -> tuple[dict[str, list[str]], Summary, bool, Summary]:
+    """Sample stores (name -> (adapter, root)) ingested in one run, as a user's several stores
+    are, then once more: each sample's files (to count over), the run's summary, whether
+    every sample was left as it was, and the second run's summary."""
+    from conftest import tree_fingerprint
+
+    def fingerprints() -> dict:
+        return {n: tree_fingerprint(r if r.is_dir() else r.parent) for n, (_a, r) in samples.items()}
+
+    before = fingerprints()
+    targets = [(a, a.resolve_root(r)) for a, r in samples.values()]
+    summary = ingest(Layout(db), targets)
+    files = {n: sorted(str(f.path) for f in a.discover(a.resolve_root(r))) for n, (a, r) in samples.items()}
+    untouched = fingerprints() == before
+    return files, summary, untouched, ingest(Layout(db), targets)
+
+
+def sample_counts(db: Path, files: list[str]) -> dict[str, int]:
+    """What the archive holds of these source files: files, sessions, records, messages,
+    tool calls, quarantined lines."""
+    return dict(
+        files=len(files),
+        sessions=scalar(db, "select count(distinct session_id) from stg_records where list_contains(?, source_file)", [files]),
+        records=scalar(db, "select count(*) from stg_records where list_contains(?, source_file)", [files]),
+        messages=scalar(db, "select count(*) from messages where list_contains(?, source_file)", [files]),
+        tool_calls=scalar(db, "select count(*) from tool_calls join (select distinct file_id, source_file from stg_records) "
+                              "using (file_id) where list_contains(?, source_file)", [files]),
+        quarantined=scalar(db, "select count(*) from quarantine where list_contains(?, source_file)", [files]),
+    )

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PEER, REPO, tree_fingerprint
+from conftest import PEER, REPO
 from convarch.adapters import factory_droid
 from convarch.adapters.base import RootError
 from convarch.etl.ingest import ingest
 from convarch.etl.layout import Layout
-from helpers import rows, scalar
+from helpers import ingest_samples, rows, sample_counts, scalar
 
 CONTRACT = REPO / "fixtures" / "factory_droid" / "contract"
 SLUG = CONTRACT / "sessions" / "-home-demo-weather-app"
@@ -57,16 +57,9 @@ SAMPLES = {
 @pytest.fixture(scope="module")
 def peer_db(tmp_path_factory):
     """Every sample ingested in one run; each sample's counts are taken over its own files."""
-    present = {n: r for n, (r, _w) in SAMPLES.items() if r.exists()}
-    before = {n: tree_fingerprint(r if r.is_dir() else r.parent) for n, r in present.items()}
+    present = {n: (factory_droid, r) for n, (r, _w) in SAMPLES.items() if r.exists()}
     db = tmp_path_factory.mktemp("droid-peers") / "w.duckdb"
-    targets = [(factory_droid, factory_droid.resolve_root(r)) for r in present.values()]
-    summary = ingest(Layout(db), targets)
-    files = {n: sorted(str(f.path) for f in factory_droid.discover(factory_droid.resolve_root(r)))
-             for n, r in present.items()}
-    after = {n: tree_fingerprint(r if r.is_dir() else r.parent) for n, r in present.items()}
-    again = ingest(Layout(db), targets)
-    return db, files, summary, before == after, again
+    return (db, *ingest_samples(db, present))
 
 
 @pytest.mark.parametrize("name", sorted(SAMPLES))
@@ -76,16 +69,7 @@ def test_sample_loads_with_exact_counts(peer_db, name):
         pytest.skip(f"{root} not present")
     db, files, _summary, untouched, again = peer_db
     assert untouched, "a source store changed"
-    mine = files[name]
-    got = dict(
-        files=len(mine),
-        sessions=scalar(db, "select count(distinct session_id) from stg_records where list_contains(?, source_file)", [mine]),
-        records=scalar(db, "select count(*) from stg_records where list_contains(?, source_file)", [mine]),
-        messages=scalar(db, "select count(*) from messages where list_contains(?, source_file)", [mine]),
-        tool_calls=scalar(db, "select count(*) from tool_calls join (select distinct file_id, source_file from stg_records) "
-                              "using (file_id) where list_contains(?, source_file)", [mine]),
-        quarantined=scalar(db, "select count(*) from quarantine where list_contains(?, source_file)", [mine]),
-    )
+    got = sample_counts(db, files[name])
     assert got == want
     assert (again.files_changed, again.records_added) == (0, 0)
 

@@ -10,12 +10,12 @@ import shutil
 
 import pytest
 
-from conftest import PEER, REPO, tree_fingerprint
+from conftest import PEER, REPO
 from convarch.adapters import kimi_cli, kimi_code
 from convarch.adapters.base import RootError
 from convarch.etl.ingest import ingest
 from convarch.etl.layout import Layout
-from helpers import rows, scalar
+from helpers import ingest_samples, rows, sample_counts, scalar
 
 CLI = REPO / "fixtures" / "kimi_cli" / "contract"
 CODE = REPO / "fixtures" / "kimi_code" / "contract"
@@ -63,14 +63,8 @@ SAMPLES = {
 def peer_db(tmp_path_factory):
     """Every sample of both adapters ingested in one run; counts are taken per sample."""
     present = {n: (a, r) for n, (a, r, _w) in SAMPLES.items() if r.exists()}
-    before = {n: tree_fingerprint(r) for n, (_a, r) in present.items()}
     db = tmp_path_factory.mktemp("kimi-peers") / "w.duckdb"
-    targets = [(a, a.resolve_root(r)) for a, r in present.values()]
-    summary = ingest(Layout(db), targets)
-    files = {n: sorted(str(f.path) for f in a.discover(a.resolve_root(r))) for n, (a, r) in present.items()}
-    after = {n: tree_fingerprint(r) for n, (_a, r) in present.items()}
-    again = ingest(Layout(db), targets)
-    return db, files, summary, before == after, again
+    return (db, *ingest_samples(db, present))
 
 
 @pytest.mark.parametrize("name", sorted(SAMPLES))
@@ -80,16 +74,7 @@ def test_sample_loads_with_exact_counts(peer_db, name):
         pytest.skip(f"{root} not present")
     db, files, _summary, untouched, again = peer_db
     assert untouched, "a source store changed"
-    mine = files[name]
-    got = dict(
-        files=len(mine),
-        sessions=scalar(db, "select count(distinct session_id) from stg_records where list_contains(?, source_file)", [mine]),
-        records=scalar(db, "select count(*) from stg_records where list_contains(?, source_file)", [mine]),
-        messages=scalar(db, "select count(*) from messages where list_contains(?, source_file)", [mine]),
-        tool_calls=scalar(db, "select count(*) from tool_calls join (select distinct file_id, source_file from stg_records) "
-                              "using (file_id) where list_contains(?, source_file)", [mine]),
-        quarantined=scalar(db, "select count(*) from quarantine where list_contains(?, source_file)", [mine]),
-    )
+    got = sample_counts(db, files[name])
     assert got == want
     assert (again.files_changed, again.records_added) == (0, 0)
 

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PEER, REPO, tree_fingerprint
+from conftest import PEER, REPO
 from convarch.adapters import qwen_code
 from convarch.adapters.base import RootError
 from convarch.etl.ingest import ingest
 from convarch.etl.layout import Layout
-from helpers import rows, scalar
+from helpers import ingest_samples, rows, sample_counts, scalar
 
 CONTRACT = REPO / "fixtures" / "qwen_code" / "contract"
 CHATS = CONTRACT / "projects" / "-home-demo-weather-app" / "chats"
@@ -55,15 +55,9 @@ SAMPLES = {
 @pytest.fixture(scope="module")
 def peer_db(tmp_path_factory):
     """Every sample ingested in one run; each sample's counts are taken over its own files."""
-    present = {n: r for n, (r, _w) in SAMPLES.items() if r.exists()}
-    before = {n: tree_fingerprint(r) for n, r in present.items()}
+    present = {n: (qwen_code, r) for n, (r, _w) in SAMPLES.items() if r.exists()}
     db = tmp_path_factory.mktemp("qwen-peers") / "w.duckdb"
-    targets = [(qwen_code, qwen_code.resolve_root(r)) for r in present.values()]
-    summary = ingest(Layout(db), targets)
-    files = {n: sorted(str(f.path) for f in qwen_code.discover(qwen_code.resolve_root(r))) for n, r in present.items()}
-    after = {n: tree_fingerprint(r) for n, r in present.items()}
-    again = ingest(Layout(db), targets)
-    return db, files, summary, before == after, again
+    return (db, *ingest_samples(db, present))
 
 
 @pytest.mark.parametrize("name", sorted(SAMPLES))
@@ -73,16 +67,7 @@ def test_sample_loads_with_exact_counts(peer_db, name):
         pytest.skip(f"{root} not present")
     db, files, _summary, untouched, again = peer_db
     assert untouched, "a source store changed"
-    mine = files[name]
-    got = dict(
-        files=len(mine),
-        sessions=scalar(db, "select count(distinct session_id) from stg_records where list_contains(?, source_file)", [mine]),
-        records=scalar(db, "select count(*) from stg_records where list_contains(?, source_file)", [mine]),
-        messages=scalar(db, "select count(*) from messages where list_contains(?, source_file)", [mine]),
-        tool_calls=scalar(db, "select count(*) from tool_calls join (select distinct file_id, source_file from stg_records) "
-                              "using (file_id) where list_contains(?, source_file)", [mine]),
-        quarantined=scalar(db, "select count(*) from quarantine where list_contains(?, source_file)", [mine]),
-    )
+    got = sample_counts(db, files[name])
     assert got == want
     assert (again.files_changed, again.records_added, again.quarantined) == (0, 0, 0)
 
