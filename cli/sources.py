@@ -13,7 +13,13 @@ from convarch.cli.targets import home
 
 def _describe(adapter) -> dict:
     locations = []
+    listed: set[str] = set()
     for root in adapter.default_roots(os.environ, home()):
+        # a variable naming the default place (XDG_DATA_HOME=~/.local/share) gives it twice;
+        # ingest --all reads it once, so it is listed and counted once
+        if (real := os.path.realpath(root)) in listed:
+            continue
+        listed.add(real)
         entry = {"path": str(root), "found": False, "files": 0, "bytes": 0}
         try:
             store = adapter.resolve_root(root)

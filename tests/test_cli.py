@@ -59,6 +59,19 @@ def test_ingest_all_honours_home_and_claude_config_dir(tmp_path, isolated_home, 
     assert [loc["found"] for loc in src["locations"]] == [True, True, False]
 
 
+def test_sources_lists_a_place_two_variables_name_once_as_ingest_reads_it(tmp_path, isolated_home):
+    """XDG_DATA_HOME set to ~/.local/share names Amp's default place twice."""
+    threads = isolated_home / ".local" / "share" / "amp" / "threads"
+    threads.mkdir(parents=True)
+    for k in range(2):
+        (threads / f"T-{k}.json").write_text(json.dumps({"id": f"T-{k}", "created": 1778000000000, "messages": []}))
+    src = {s["source"]: s for s in json.loads(invoke("sources", "--json").output)}["amp"]
+    assert [loc["path"] for loc in src["locations"]] == [str(threads.parent)]
+    assert (src["found"], src["files"]) == (True, 2)
+    r = invoke("--db", str(tmp_path / "w.duckdb"), "ingest", "--all", "--json")
+    assert json.loads(r.output)["files_scanned"] == src["files"]
+
+
 def test_default_warehouse_location_follows_xdg(isolated_home):
     r = invoke("ingest", "claude_code", "--root", str(DEMO), "--json")
     assert r.exit_code == 0
