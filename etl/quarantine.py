@@ -70,4 +70,9 @@ def json_error(line: str) -> tuple[str, str]:
         value = json.loads(line)
     except (json.JSONDecodeError, RecursionError) as exc:
         return "invalid_json", f"not valid JSON: {exc}"
-    return "not_object", f"valid JSON but a {type(value).__name__}, not an object"
+    return "not_object", f"valid JSON but {_JSON_KINDS.get(type(value), 'a ' + type(value).__name__)}, not an object"
+
+
+#: What a JSON value that is not an object is, in JSON's words (a user reads these, not Python's)
+_JSON_KINDS = {str: "a string", int: "a number", float: "a number", bool: "a boolean", list: "an array",
+               type(None): "null"}

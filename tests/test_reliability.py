@@ -155,6 +155,18 @@ def test_fuzzed_transcripts_never_crash_and_nothing_is_lost(tmp_path_factory, li
     assert reasons <= {"invalid_json", "invalid_utf8", "not_object", "truncated_tail"}
 
 
+def test_a_line_that_is_json_but_not_an_object_says_what_it_is_in_jsons_words(tmp_path):
+    path = tmp_path / "home" / ".claude" / "projects" / "-w" / "s1.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_text("".join(line + "\n" for line in
+                            ['"text"', "42", "4.5", "[1]", "true", "null", '{"type": "user", "sessionId": "s1"}']))
+    db = tmp_path / "w.duckdb"
+    ingest(Layout(db), [(claude_code, claude_code.resolve_root(tmp_path / "home" / ".claude"))])
+    assert rows(db, "select line_no, reason, error from quarantine order by line_no") == [
+        (n, "not_object", f"valid JSON but {kind}, not an object") for n, kind in
+        enumerate(["a string", "a number", "a number", "an array", "a boolean", "null"], start=1)]
+
+
 def test_fifty_megabyte_line(tmp_path):
     """Behind a flag until 2026-12-01, and failing there unseen: the line ran out of a
     worker's DuckDB memory and ended the run. It now gets room of its own and loads."""
