@@ -210,8 +210,11 @@ def _what_loads(p: Planned, s: snap.Snapshot, runs: list | None) -> tuple[str, i
         return "new", 1, 0, []
     if runs is not None:
         n = live.count(runs)
-        if s.kept == ((0, n),) and n:
-            # every line loaded before comes first again: the rest is appended
+        if s.kept == ((0, n),) and n and not prev.get("retains"):
+            # every line loaded before comes first again: the rest is appended. Not so in a
+            # store that keeps a deleted session (etl/retained.py): the new lines may bring it
+            # back, and its facts, carried in this epoch's parts, must then be counted again
+            # from the lines it has left, which only a new epoch does (derive_kept)
             return "append", prev["epoch"], prev["lines_read"], versions
         if s.kept:
             # the lines kept stay where they are; the rest loads as a new epoch after them

@@ -246,6 +246,8 @@ def test_a_chat_deleted_in_cursor_stays_and_the_chat_that_goes_on_grows_once(tmp
     run(fresh2, cursor, tmp_path / "User")
     assert rows(db, query) == rows(fresh2, query)
     assert ("a", "started over") in rows(db, query)
+    facts_of = "select session_id, title, message_count, record_count from sessions order by 1"
+    assert rows(db, facts_of) == rows(fresh2, facts_of)
 
 
 def test_a_session_deleted_in_crush_stays(tmp_path):
