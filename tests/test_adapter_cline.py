@@ -18,7 +18,7 @@ from convarch.adapters.base import RootError
 from convarch.cli.targets import default_targets
 from convarch.etl.ingest import ingest
 from convarch.etl.layout import Layout
-from helpers import rows, scalar
+from helpers import rows, sample_counts, scalar
 
 CONTRACT = REPO / "fixtures" / "cline" / "contract"
 VENDOR = PEER / "cline__cline" / "sdk" / "packages" / "core" / "fixtures"
@@ -152,18 +152,6 @@ def store(tmp_path_factory):
     return db, files, facts, ext, data
 
 
-def _counts(db: Path, mine: list[str]) -> dict:
-    return dict(
-        files=len(mine),
-        sessions=scalar(db, "select count(distinct session_id) from stg_records where list_contains(?, source_file)", [mine]),
-        records=scalar(db, "select count(*) from stg_records where list_contains(?, source_file)", [mine]),
-        messages=scalar(db, "select count(*) from messages where list_contains(?, source_file)", [mine]),
-        tool_calls=scalar(db, "select count(*) from tool_calls join (select distinct file_id, source_file from stg_records) "
-                              "using (file_id) where list_contains(?, source_file)", [mine]),
-        quarantined=scalar(db, "select count(*) from quarantine where list_contains(?, source_file)", [mine]),
-    )
-
-
 @pytest.mark.parametrize("name", sorted(SAMPLES))
 def test_sample_loads_with_exact_counts(store, name):
     root, want = SAMPLES[name]
@@ -171,7 +159,7 @@ def test_sample_loads_with_exact_counts(store, name):
         pytest.skip(f"{root} not present")
     db, files, facts, _ext, _data = store
     assert facts["untouched"], "a source store changed"
-    assert _counts(db, files[name]) == want
+    assert sample_counts(db, files[name]) == want
 
 
 def test_contract_sessions(store):

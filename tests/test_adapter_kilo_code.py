@@ -21,7 +21,7 @@ from convarch.adapters.base import RootError
 from convarch.cli.targets import default_targets
 from convarch.etl.ingest import ingest
 from convarch.etl.layout import Layout
-from helpers import rows, scalar
+from helpers import rows, sample_counts, scalar
 
 CONTRACT = REPO / "fixtures" / "kilo_code" / "contract"
 EXTENSION = REPO / "fixtures" / "kilo_code" / "extension"
@@ -99,15 +99,7 @@ def test_store_loads_with_exact_counts(store, name):
     db, files, _summary, untouched = store
     assert untouched
     mine = files[name]
-    got = dict(
-        files=len(mine),
-        sessions=scalar(db, "select count(distinct session_id) from stg_records where list_contains(?, source_file)", [mine]),
-        records=scalar(db, "select count(*) from stg_records where list_contains(?, source_file)", [mine]),
-        messages=scalar(db, "select count(*) from messages where list_contains(?, source_file)", [mine]),
-        tool_calls=scalar(db, "select count(*) from tool_calls join (select distinct file_id, source_file from stg_records) "
-                              "using (file_id) where list_contains(?, source_file)", [mine]),
-        quarantined=scalar(db, "select count(*) from quarantine where list_contains(?, source_file)", [mine]),
-    )
+    got = sample_counts(db, mine)
     assert got == SAMPLES[name]
 
 
