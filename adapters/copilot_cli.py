@@ -62,7 +62,8 @@ from convarch.adapters.base import Extract, RootError, SourceFile
 NAME = "copilot_cli"
 TITLE = "GitHub Copilot CLI"
 ENV_VARS = ("COPILOT_HOME",)
-EXTRACT = Extract(records="extract/copilot_cli__records", blocks="extract/copilot_cli__blocks")
+EXTRACT = Extract(records="extract/copilot_cli__records", blocks="extract/copilot_cli__blocks",
+                  context="extract/copilot_cli__context")
 
 STATE = "session-state"
 LEGACY = "history-session-state"

@@ -230,6 +230,43 @@ def test_appends_load_incrementally_and_workspace_rewrites_replace(tmp_path):
     assert scalar(db, "select count(*) from stg_records where record_type = 'workspace'") == 1
 
 
+def test_a_call_requested_in_one_run_and_started_in_the_next_is_one_call(tmp_path):
+    """Copilot writes a tool call's request (assistant.message toolRequests) and then its
+    tool.execution_start; a start no request names is a call of its own. A run that ends
+    between the two must not make the start a second call: the request is carried to the
+    next run's lines as a whole load of the file would see it."""
+    home = copilot_home(tmp_path)
+    events = home / "session-state" / A / "events.jsonl"
+    db = tmp_path / "w.duckdb"
+    run(db, home)
+
+    def append(*events_):
+        with open(events, "ab") as fh:
+            for e in events_:
+                fh.write(json.dumps({**e, "timestamp": "2026-05-07T09:03:00.000Z"}).encode() + b"\n")
+
+    append({"type": "assistant.message", "id": "ev-101", "parentId": "ev-025", "data": {
+        "messageId": "m-101", "content": "Running the tests.", "toolRequests": [
+            {"toolCallId": "call_late", "name": "bash", "arguments": {"command": "pytest -q"}}]}})
+    run(db, home)
+    append({"type": "tool.execution_start", "id": "ev-102", "parentId": "ev-101",
+            "data": {"toolCallId": "call_late", "toolName": "bash", "arguments": {"command": "pytest -q"}}},
+           {"type": "tool.execution_complete", "id": "ev-103", "parentId": "ev-102",
+            "data": {"toolCallId": "call_late", "success": True, "result": {"content": "3 passed"}}})
+    assert run(db, home).records_added == 2
+    blocks = "select line_no, block_index, block_type, call_id from stg_blocks where call_id = 'call_late' order by 1, 2"
+    calls = "select call_id, tool_name, output_text from tool_calls where call_id = 'call_late'"
+    fresh = tmp_path / "fresh.duckdb"
+    run(fresh, home)
+    assert rows(fresh, calls) == [("call_late", "bash", "3 passed")]
+    assert rows(db, blocks) == rows(fresh, blocks)
+    assert rows(db, calls) == rows(fresh, calls)
+    # an answered request is carried no further: the next lines load as before
+    append({"type": "user.message", "id": "ev-104", "parentId": "ev-103", "data": {"content": "thanks"}})
+    assert run(db, home).records_added == 1
+    assert rows(db, blocks) == rows(fresh, blocks)
+
+
 def test_a_workspace_caught_truncated_or_cut_waits_for_the_next_run(tmp_path, monkeypatch):
     """Copilot writes workspace.yaml out again whole: caught truncated or cut mid-line, it had
     loaded as a session with no title, or half of one, until the next run."""

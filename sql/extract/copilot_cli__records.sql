@@ -337,4 +337,7 @@ final as (
     from classified
 )
 
+-- context lines from before the batch (copilot_cli__context.sql: requests not yet started)
+-- come with negative line numbers: they name calls for `requested`, and were loaded before
 select * from final
+where line_no > 0
