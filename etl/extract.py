@@ -19,6 +19,7 @@ from convarch.etl.load import BatchWriter
 from convarch.etl.written import Written
 from convarch.etl.partfiles import PerWorker, RowGroup
 from convarch.etl.read_file import Planned, read_file
+from convarch.etl.retained import retained_by_file
 from convarch.etl.shared_batches import Job, SharedBatches
 from convarch.etl.stage_clock import StageClock
 from convarch.etl.workers import Workers
@@ -111,7 +112,7 @@ def _number_new_files(state, changed: list[Planned]) -> None:
 def _attach_versions(state, changed: list[Planned]) -> None:
     """Give each rewritten or appended file seen before its live loads (file_versions), for a
     rewritten one the hashes of the lines it holds and the groups they came in
-    (file_line_hashes), and whether it keeps lines of sessions it deleted (file_retained)."""
+    (file_line_hashes), and the runs of lines it keeps of sessions it deleted (file_retained)."""
     seen = [p for p in changed if p.prev is not None]
     if not seen:
         return
@@ -125,14 +126,13 @@ def _attach_versions(state, changed: list[Planned]) -> None:
         hashes = {fid: (h, g) for fid, h, g in state.execute(
             "select file_id, hashes, groups from file_line_hashes where file_id in (select file_id from seen_ids)"
         ).fetchall()}
-        retains = {fid for (fid,) in state.execute(
-            "select distinct file_id from file_retained where file_id in (select file_id from seen_ids)").fetchall()}
     finally:
         state.unregister("seen_ids")
+    kept = retained_by_file(state, [p.prev["file_id"] for p in seen])
     for p in seen:
         h, g = hashes.get(p.prev["file_id"], (None, None))
         p.prev = dict(p.prev, versions=versions.get(p.prev["file_id"], []), line_hashes=h, line_groups=g,
-                      retains=p.prev["file_id"] in retains)
+                      retained=kept.get(p.prev["file_id"], []))
 
 
 def earlier_context(lake: Path, state, changed: list[Planned]) -> dict[str, pa.Table]:

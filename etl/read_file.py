@@ -210,7 +210,7 @@ def _what_loads(p: Planned, s: snap.Snapshot, runs: list | None) -> tuple[str, i
         return "new", 1, 0, []
     if runs is not None:
         n = live.count(runs)
-        if s.kept == ((0, n),) and n and not prev.get("retains"):
+        if s.kept == ((0, n),) and n and not prev.get("retained"):
             # every line loaded before comes first again: the rest is appended. Not so in a
             # store that keeps a deleted session (etl/retained.py): the new lines may bring it
             # back, and its facts, carried in this epoch's parts, must then be counted again

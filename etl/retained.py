@@ -29,15 +29,15 @@ _RUNS = ("file_id", "epoch", "first_line", "last_line")
 def retain(layout: Layout, state: duckdb.DuckDBPyConnection, updates: list[dict], changed: list[Planned],
            loaded: list[Path]) -> None:
     """Set `retained` on each update of a store read whole that was loaded before: the runs
-    of lines it keeps of its earlier versions (those it kept already included, while their
-    session has still no line in the file). `loaded`: this run's records files."""
+    of lines it keeps of its earlier versions (those it kept already, which extract gave its
+    `prev`, included while their session has still no line in the file). `loaded`: this
+    run's records files."""
     prevs = {p.file_id: p.prev for p in changed if p.prev is not None and p.file.container != "jsonl"}
     whole = [u for u in updates if u["file_id"] in prevs]
     if not whole:
         return
-    had = retained_by_file(state, [u["file_id"] for u in whole])
     for u in whole:            # lines only added: what it kept stays kept
-        u["retained"] = had.get(u["file_id"], [])
+        u["retained"] = prevs[u["file_id"]].get("retained") or []
     # lines only added can bring back a session kept: what it kept is looked at again then
     todo = [u for u in whole if u["action"] in ("replace_tail", "rewrite") or u["retained"]]
     now = [(u["file_id"], *run) for u in todo for run in live.version_lines(u)]

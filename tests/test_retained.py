@@ -266,7 +266,9 @@ def test_a_session_deleted_in_crush_stays(tmp_path):
         con.execute("delete from messages where session_id = ?", [build.MAIN])
         con.execute("delete from sessions where id = ?", [build.MAIN])
     con.close()
+    fingerprint = tree_fingerprint(store.parent)
     s = run(db, crush, tmp_path / "app")
+    assert tree_fingerprint(store.parent) == fingerprint
     assert s.files_changed == 1
     assert facts(db) == before
     assert rows(db, "select session_id, text from messages where text is not null order by 1, 2") == texts
