@@ -155,10 +155,13 @@ def _same_file(state: duckdb.DuckDBPyConnection, sf: SourceFile, st: snap.FileSt
     next file made: taken for the deleted transcript moved, a new session's file was loaded as
     that file rewritten, and the deleted session left the archive. A document is written out
     whole, so its first bytes say nothing of the rest (two subagents' .meta.json can begin
-    with the same long description); and a moved database that changed on the way reads as
-    new anyway (its first page holds its change counter). Either, changed, is a new file, the
-    old one kept as gone."""
-    if (st.size, st.mtime_ns) == (row.size, row.mtime_ns):
+    with the same long description): changed, it is a new file, the old one kept as gone. A
+    database of the same inode is the file moved, changed or not (a project folder renamed
+    and crush run in it again): taken for a new file, every session it held counted twice. A
+    new store given a deleted one's inode is then read as that one rewritten, which loses
+    nothing either: the sessions it lacks stay, as in a store that deleted them itself
+    (etl/retained.py)."""
+    if (st.size, st.mtime_ns) == (row.size, row.mtime_ns) or sf.container == "sqlite":
         return True
     if sf.container != "jsonl":
         return False

@@ -13,7 +13,7 @@ from convarch.adapters import cline, crush, cursor, goose, hermes, opencode
 from convarch.etl.ingest import ingest
 from convarch.etl.layout import Layout
 from conftest import contract_builder, tree_fingerprint
-from helpers import rows, scalar
+from helpers import hand_inodes, rows, scalar
 from test_whole_rewrites import goose_build
 
 MAIN, SUB = "20260505_1", "20260505_2"
@@ -303,3 +303,71 @@ def test_a_session_deleted_in_hermes_through_its_open_wal_stays(tmp_path):
         assert [f[0] for f in facts(fresh)] == [build.MAIN]
     finally:
         con.close()
+
+
+def crush_projects(data_dir: Path, *projects: Path) -> Path:
+    """Crush's global data folder, its projects.json naming `projects` as crush records them."""
+    data_dir.mkdir(exist_ok=True)
+    (data_dir / "projects.json").write_text(json.dumps(
+        {"projects": [{"path": str(p), "data_dir": str(p / ".crush")} for p in projects]}))
+    return data_dir
+
+
+def test_a_database_moved_and_changed_on_the_way_is_that_file_not_a_second(tmp_path):
+    """A project folder renamed, crush run in it again: its crush.db keeps its inode under a new
+    path, changed. Taken for a new file beside the old one kept as gone, every session of the
+    project counted twice (24 messages of 12); it is the file moved, read again and matched."""
+    build = contract_builder("crush")
+    old = tmp_path / "app"
+    build.write_db(old / ".crush" / "crush.db")
+    data = crush_projects(tmp_path / "crush-data", old)
+    db = tmp_path / "w" / "convarch.duckdb"
+    run(db, crush, data)
+    new = tmp_path / "app-renamed"
+    old.rename(new)
+    crush_projects(data, old, new)              # crush adds the new folder; the old entry stays
+    store = new / ".crush" / "crush.db"
+    con = sqlite3.connect(store)
+    with con:
+        row = build.message("msg-sub-03", build.SUB, "user", [build.part("text", text="And in tests/?")], 100)
+        con.execute(f"insert into messages ({', '.join(row)}) values ({', '.join('?' for _ in row)})",
+                    list(row.values()))
+    con.close()
+    fingerprint = tree_fingerprint(new)
+    s = run(db, crush, data)
+    assert tree_fingerprint(new) == fingerprint
+    # the message, and the two sessions' rows, which name the project's folder: nothing else
+    assert s.files_changed == 1 and s.records_added == 3
+    assert rows(db, "select path, gone from source_files") == [(str(store), False)]
+    fresh = tmp_path / "fresh" / "convarch.duckdb"
+    run(fresh, crush, data)
+    assert facts(db) == facts(fresh) == [(build.MAIN, 12, 13), (build.SUB, 3, 4)]
+    assert scalar(db, "select count(*) from messages") == scalar(fresh, "select count(*) from messages") == 15
+
+
+def test_a_database_given_a_deleted_ones_inode_keeps_both_projects_sessions(tmp_path, monkeypatch):
+    """The inode of a project deleted whole, handed to another project's new crush.db, makes
+    that one read as the first moved and changed: the deleted project's sessions stay, as
+    those of a store that deleted them inside itself do, and the new one's load beside them."""
+    build = contract_builder("crush")
+    old = tmp_path / "app"
+    build.write_db(old / ".crush" / "crush.db")
+    data = crush_projects(tmp_path / "crush-data", old)
+    db = tmp_path / "w" / "convarch.duckdb"
+    run(db, crush, data)
+    before = facts(db)
+    other = tmp_path / "other"
+    given = {other / ".crush" / "crush.db": (old / ".crush" / "crush.db").stat().st_ino}
+    shutil.rmtree(old)
+    build.write_db(other / ".crush" / "crush.db", {
+        "sessions": [{"id": "b-1", "parent_session_id": None, "title": "Another project", "message_count": 2,
+                      "prompt_tokens": 10, "completion_tokens": 5, "cost": 0.0, "created_at": build.T0 + 200,
+                      "updated_at": build.T0 + 203, "summary_message_id": None, "todos": None}],
+        "messages": [build.message("b-msg-1", "b-1", "user", [build.part("text", text="Hello")], 201),
+                     build.message("b-msg-2", "b-1", "assistant", [build.part("text", text="Hi")], 202)]})
+    crush_projects(data, old, other)
+    hand_inodes(monkeypatch, given)
+    s = run(db, crush, data)
+    assert s.records_added == 3
+    assert facts(db) == sorted([*before, ("b-1", 2, 3)])
+    assert scalar(db, "select count(*) from messages") == 14 + 2
