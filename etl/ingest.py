@@ -266,7 +266,7 @@ def _commit(state, run_id, written, updates, touched, gone, summary: Summary, t0
                    "offset": u["offset"], "head_len": u["head_len"],
                    "head_hash": u["head_hash"], "epoch": u["epoch"], "tail_bytes": u["tail_bytes"],
                    "lines_read": u["lines_read"], "records": added, "quarantined": quarantined,
-                   "lines_hash": u["lines_hash"]}
+                   "lines_hash": u["lines_hash"], "container": u["container"]}
             if u["action"] == "new":
                 new_files.append(row | {"session_hint": u["session_hint"], "parent_session_hint": u["parent_session_hint"],
                                         "first_run_id": run_id, "last_run_id": run_id, "chain_run_id": run_id})
@@ -288,7 +288,7 @@ def _commit(state, run_id, written, updates, touched, gone, summary: Summary, t0
                 "update source_files as f set path = c.path, dev = c.dev, inode = c.inode, size = c.size, "
                 "mtime_ns = c.mtime_ns, data_version = c.data_version, \"offset\" = c.\"offset\", "
                 "head_len = c.head_len, head_hash = c.head_hash, epoch = c.epoch, tail_bytes = c.tail_bytes, "
-                "lines_read = c.lines_read, lines_hash = c.lines_hash, "
+                "lines_read = c.lines_read, lines_hash = c.lines_hash, container = c.container, "
                 "records = (case when c.reset then 0 else f.records end) + c.records, "
                 "quarantined = (case when c.reset_quarantined then 0 else f.quarantined end) + c.quarantined, "
                 "last_run_id = ?, chain_run_id = ?, gone = false "

@@ -196,6 +196,7 @@ def _update(p: Planned, s: snap.Snapshot, action: str, epoch: int, lines_read: i
         "versions": versions,
         "session_hint": p.file.session_hint,
         "parent_session_hint": p.file.parent_session_hint,
+        "container": p.file.container,
     }
 
 

@@ -179,6 +179,40 @@ def test_tree_beside_a_database_is_left_to_it(tmp_path):
     assert s.files_scanned == 32
 
 
+def test_a_tree_read_before_its_database_existed_gives_way_to_it(tmp_path):
+    """OpenCode 1.2 takes its JSON tree into a new opencode.db and reads the tree no more; so
+    does discovery, and the tree's files, no longer found, were kept as deleted beside the
+    database's copy of their sessions: each counted twice (14 messages of 7). A deleted
+    file whose every session a database of the source holds gives way to it; one holding a
+    session the database lacks stays."""
+    data = tmp_path / "data"
+    build.write_tree(data / "storage")
+    extra = data / "storage" / "message" / "ses_only_in_tree" / "msg_only_in_tree.json"
+    extra.parent.mkdir()
+    extra.write_text(json.dumps({"id": "msg_only_in_tree", "sessionID": "ses_only_in_tree", "role": "user",
+                                 "time": {"created": 1778666401000}}))
+    db = tmp_path / "w.duckdb"
+    assert run(db, data).records_added == 33
+    shutil.copy(CONTRACT / "opencode.db", data / "opencode.db")        # the upgrade
+    before = tree_fingerprint(data / "storage")
+    s = run(db, data)
+    assert tree_fingerprint(data / "storage") == before
+    assert (s.files_scanned, s.records_added) == (1, 11)
+    assert scalar(db, "select count(*) from source_files where gone") == 33
+    ref = tmp_path / "ref.duckdb"
+    run(ref, CONTRACT)
+    for q in ("select session_id, parent_session_id, message_count, record_count, title from sessions "
+              "where session_id <> 'ses_only_in_tree' order by 1",
+              "select session_id, message_id, role, kind, \"timestamp\" from messages "
+              "where session_id <> 'ses_only_in_tree' order by 2",
+              "select session_id, call_id, tool_name, output_text from tool_calls order by 2"):
+        assert rows(db, q) == rows(ref, q), q
+    assert rows(db, "select message_count, record_count from sessions where session_id = 'ses_only_in_tree'") == [
+        (1, 1)]
+    hits = "select count(*) from messages where text like '%retry%' or text like '%retries%'"
+    assert scalar(db, hits) == scalar(ref, hits) > 0
+
+
 def test_live_wal_database_and_its_next_commit(tmp_path):
     data = tmp_path / "opencode"
     con = build.write_db(data / "opencode.db", wal=True, keep_open=True)

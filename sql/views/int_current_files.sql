@@ -1,9 +1,14 @@
 -- grain: one row per source file whose rows are part of the live warehouse, with the epoch
 -- (version) that is current. A file the agent deleted stays (the archive keeps what the
--- store lost), unless the same session lives on in another file of the same source, as when
--- Codex replaces a rollout by its compressed copy: then only the live file counts.
+-- store lost), unless what it held lives on elsewhere in the same source, and only there
+-- counts:
+-- - its session, in another file of that session still there (as when Codex replaces a
+--   rollout by its compressed copy);
+-- - every session it held, in a database of the source (there or deleted: a database keeps
+--   every session it held), as OpenCode's database holds those of the JSON tree it took in,
+--   a tree read before the database existed. A database itself never gives way so.
 with files as (
-    select file_id, source, epoch, gone, session_hint
+    select file_id, source, epoch, gone, session_hint, container = 'sqlite' as is_database
     from source_files
 ),
 
@@ -13,12 +18,46 @@ live_sessions as (
     where not gone and session_hint is not null
 ),
 
+parts as (
+    select distinct file_id, source, session_id
+    from lake_session_parts
+),
+
+database_sessions as (
+    select distinct parts.source, parts.session_id
+    from parts
+    semi join files
+        on files.file_id = parts.file_id
+        and files.is_database
+),
+
+gone_sessions as (
+    select parts.file_id, parts.source, parts.session_id
+    from parts
+    semi join files
+        on files.file_id = parts.file_id
+        and files.gone
+        and not coalesce(files.is_database, false)
+),
+
+held_by_databases as (
+    select gone_sessions.file_id
+    from gone_sessions
+    left join database_sessions as held
+        on held.source = gone_sessions.source
+        and held.session_id = gone_sessions.session_id
+    group by gone_sessions.file_id
+    having bool_and(held.session_id is not null)
+),
+
 final as (
     select files.file_id, files.epoch
     from files
     left join live_sessions
         on live_sessions.source = files.source
         and live_sessions.session_hint = files.session_hint
+    anti join held_by_databases
+        on held_by_databases.file_id = files.file_id
     where not files.gone or live_sessions.session_hint is null
 )
 
