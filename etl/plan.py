@@ -176,17 +176,25 @@ def _same_file(state: duckdb.DuckDBPyConnection, sf: SourceFile, st: snap.FileSt
 def _gone(known: dict[tuple[str, str], Known], seen: set, moved: set[int], roots: list) -> list[int]:
     """The ids of known files under the roots looked at that were not found there (nor moved);
     under a narrowed root, only files a notice named. When every root is narrowed to files,
-    only those are looked up, not every file the state knows."""
+    only those are looked up, not every file the state knows. A file of a source looked at
+    whole that lies under none of its roots is gone when its path no longer exists: a store
+    copied to another disk and named by its new root left its old files, under no root any
+    more, live beside their copies, each session counted twice; and a crush.db that crush's
+    project list names outside its folder was never found gone."""
     rows = known.items()
     if all(named is not None and not named.folders for _, _, named in roots):
         rows = [((s, p), known[(s, p)]) for s, _, named in roots for p in named.paths if (s, p) in known]
-    return [
-        row.file_id
-        for (source, path), row in rows
-        if not row.gone and (source, path) not in seen and row.file_id not in moved
-        and any(source == s and (path == r or path.startswith(r.rstrip(os.sep) + os.sep))
-                and (named is None or named(path)) for s, r, named in roots)
-    ]
+    whole = {s for s, _, named in roots if named is None}
+    out = []
+    for (source, path), row in rows:
+        if row.gone or (source, path) in seen or row.file_id in moved:
+            continue
+        under = [named for s, r, named in roots
+                 if source == s and (path == r or path.startswith(r.rstrip(os.sep) + os.sep))]
+        if any(named is None or named(path) for named in under) or (
+                not under and source in whole and not os.path.lexists(path)):
+            out.append(row.file_id)
+    return out
 
 
 def _classify(sf: SourceFile, st: snap.FileStat, row: Known | None, prev: dict | None) -> Planned:

@@ -315,6 +315,31 @@ def test_moved_file_keeps_its_rows_and_copied_session_is_not_doubled(tmp_path):
     assert scalar(db, "select count(*) from sessions") == 1
 
 
+def test_a_store_copied_to_another_disk_and_named_anew_counts_each_session_once(tmp_path):
+    """A store moved to another disk (copied, then the old folder deleted) and named by its
+    new root, as CLAUDE_CONFIG_DIR would name it: its files are new (new inodes), and the old
+    ones, under no root looked at any more, were never found gone, so both counted. A file
+    of a source looked at whole whose path no longer exists is gone, wherever it was."""
+    old_root, f = make_store(tmp_path, story())
+    write_jsonl(f.parent / "s2.jsonl", story("s2"))
+    db = tmp_path / "w.duckdb"
+    run(db, old_root)
+    new_root = tmp_path / "other-disk" / "claude"
+    shutil.copytree(old_root, new_root)             # new inodes, times kept
+    shutil.rmtree(old_root)
+    with open(new_root / "projects" / "-work-app" / "s1.jsonl", "a") as fh:
+        fh.write(json.dumps(user("u9", "a2", "and then", "2026-05-02T09:00:00.000Z")) + "\n")
+    s = run(db, new_root)
+    assert s.records_added == 9
+    assert rows(db, "select gone, count(*) from source_files group by 1 order by 1") == [(False, 2), (True, 2)]
+    fresh = tmp_path / "fresh.duckdb"
+    run(fresh, new_root)
+    for q in ("select session_id, message_count, record_count from sessions order by 1",
+              "select count(*) from messages", "select count(*) from tool_calls", "select count(*) from stg_records"):
+        assert rows(db, q) == rows(fresh, q), q
+    assert rows(db, "select session_id, message_count from sessions order by 1") == [("s1", 5), ("s2", 4)]
+
+
 def test_a_new_transcript_given_a_deleted_ones_inode_is_a_new_file(tmp_path, monkeypatch):
     """File systems hand a deleted file's inode to the next file made. A new transcript under
     another name with the inode of one the store deleted is not that one moved: both sessions
