@@ -30,8 +30,9 @@ TABLES = ("records", "blocks", "quarantine", "search_docs", "postings", "session
 #: Views whose rows the catalog stores, computed once per publish from the views they read:
 #: `sessions` combines every file's session parts (a few rows per file, not per record:
 #: 0.04 s at publish for the 1 GB bench archive, where aggregating every record took 0.45 s),
-#: which search, handoff and listings would otherwise pay on every call.
-STORED_AT_PUBLISH = ("sessions",)
+#: which search, handoff and listings would otherwise pay on every call; `int_current_files`
+#: reads every file's session parts too, and a query reads it once per view it goes through.
+STORED_AT_PUBLISH = ("int_current_files", "sessions")
 SEED_SOURCE = "_schema"
 
 
@@ -243,11 +244,10 @@ def carry_forward(layout: Layout, manifest: dict, tmp: Path, files: dict[str, li
         for table in TABLES:
             con.execute(f"drop view lake_{table}")
         _lake(con, files)
-        if sessions is None:
-            for view in STORED_AT_PUBLISH:
-                con.execute(f"drop table {view}")
-                _stored(con, view)
-        else:
+        for view in STORED_AT_PUBLISH if sessions is None else ("int_current_files",):
+            con.execute(f"drop table {view}")
+            _stored(con, view)
+        if sessions is not None:
             _restore_sessions(con, sessions | _sessions_of(con, ids))
         if _columns(con, replaced) != before:
             return False

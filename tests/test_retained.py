@@ -371,3 +371,39 @@ def test_a_database_given_a_deleted_ones_inode_keeps_both_projects_sessions(tmp_
     assert s.records_added == 3
     assert facts(db) == sorted([*before, ("b-1", 2, 3)])
     assert scalar(db, "select count(*) from messages") == 14 + 2
+
+
+def test_a_database_copied_to_another_disk_counts_each_session_once_even_both_deleted(tmp_path):
+    """A project copied to another disk and the old folder deleted: the copy is a new file (a
+    new inode), the old one gone, each holding every session: both counted (24 messages of
+    12). A deleted database gives way to one found after it that holds every session it held;
+    deleted too, the later copy still counts, once."""
+    build = contract_builder("crush")
+    old = tmp_path / "app"
+    build.write_db(old / ".crush" / "crush.db")
+    data = crush_projects(tmp_path / "crush-data", old)
+    db = tmp_path / "w" / "convarch.duckdb"
+    run(db, crush, data)
+    new = tmp_path / "other-disk" / "app"
+    shutil.copytree(old, new)
+    shutil.rmtree(old)
+    crush_projects(data, old, new)
+    con = sqlite3.connect(new / ".crush" / "crush.db")
+    with con:
+        row = build.message("msg-sub-03", build.SUB, "user", [build.part("text", text="And in tests/?")], 100)
+        con.execute(f"insert into messages ({', '.join(row)}) values ({', '.join('?' for _ in row)})",
+                    list(row.values()))
+    con.close()
+    run(db, crush, data)
+    assert rows(db, "select path, gone from source_files order by file_id") == [
+        (str(old / ".crush" / "crush.db"), True), (str(new / ".crush" / "crush.db"), False)]
+    fresh = tmp_path / "fresh" / "convarch.duckdb"
+    run(fresh, crush, data)
+    want = [(build.MAIN, 12, 13), (build.SUB, 3, 4)]
+    assert facts(db) == facts(fresh) == want
+    assert scalar(db, "select count(*) from messages") == 15
+    shutil.rmtree(new)
+    run(db, crush, data)
+    assert scalar(db, "select count(*) from source_files where gone") == 2
+    assert facts(db) == want
+    assert scalar(db, "select count(*) from messages") == 15

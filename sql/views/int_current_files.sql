@@ -6,7 +6,9 @@
 --   rollout by its compressed copy);
 -- - every session it held, in a database of the source (there or deleted: a database keeps
 --   every session it held), as OpenCode's database holds those of the JSON tree it took in,
---   a tree read before the database existed. A database itself never gives way so.
+--   a tree read before the database existed. A database gives way so only to one found
+--   after it (a store copied to another disk, the old copy deleted), so that of two copies
+--   both deleted the later still counts.
 with files as (
     select file_id, source, epoch, gone, session_hint, container = 'sqlite' as is_database
     from source_files
@@ -24,7 +26,7 @@ parts as (
 ),
 
 database_sessions as (
-    select distinct parts.source, parts.session_id
+    select parts.file_id, parts.source, parts.session_id
     from parts
     semi join files
         on files.file_id = parts.file_id
@@ -32,12 +34,10 @@ database_sessions as (
 ),
 
 gone_sessions as (
-    select parts.file_id, parts.source, parts.session_id
+    select parts.file_id, parts.source, parts.session_id, coalesce(files.is_database, false) as is_database
     from parts
-    semi join files
-        on files.file_id = parts.file_id
-        and files.gone
-        and not coalesce(files.is_database, false)
+    join files using (file_id)
+    where files.gone
 ),
 
 held_by_databases as (
@@ -46,6 +46,7 @@ held_by_databases as (
     left join database_sessions as held
         on held.source = gone_sessions.source
         and held.session_id = gone_sessions.session_id
+        and held.file_id > (case when gone_sessions.is_database then gone_sessions.file_id else 0 end)
     group by gone_sessions.file_id
     having bool_and(held.session_id is not null)
 ),
