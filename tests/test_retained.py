@@ -313,26 +313,38 @@ def crush_projects(data_dir: Path, *projects: Path) -> Path:
     return data_dir
 
 
-def test_a_database_moved_and_changed_on_the_way_is_that_file_not_a_second(tmp_path):
-    """A project folder renamed, crush run in it again: its crush.db keeps its inode under a new
-    path, changed. Taken for a new file beside the old one kept as gone, every session of the
-    project counted twice (24 messages of 12); it is the file moved, read again and matched."""
+def crush_project(tmp_path: Path):
+    """The crush contract store as a project crush's list names, loaded once: (the builder,
+    the project folder, crush's data folder, the warehouse)."""
     build = contract_builder("crush")
     old = tmp_path / "app"
     build.write_db(old / ".crush" / "crush.db")
     data = crush_projects(tmp_path / "crush-data", old)
     db = tmp_path / "w" / "convarch.duckdb"
     run(db, crush, data)
-    new = tmp_path / "app-renamed"
-    old.rename(new)
-    crush_projects(data, old, new)              # crush adds the new folder; the old entry stays
-    store = new / ".crush" / "crush.db"
+    return build, old, data, db
+
+
+def add_sub_message(build, store: Path) -> None:
+    """A message the sub-agent's session gains, after everything else in time."""
     con = sqlite3.connect(store)
     with con:
         row = build.message("msg-sub-03", build.SUB, "user", [build.part("text", text="And in tests/?")], 100)
         con.execute(f"insert into messages ({', '.join(row)}) values ({', '.join('?' for _ in row)})",
                     list(row.values()))
     con.close()
+
+
+def test_a_database_moved_and_changed_on_the_way_is_that_file_not_a_second(tmp_path):
+    """A project folder renamed, crush run in it again: its crush.db keeps its inode under a new
+    path, changed. Taken for a new file beside the old one kept as gone, every session of the
+    project counted twice (24 messages of 12); it is the file moved, read again and matched."""
+    build, old, data, db = crush_project(tmp_path)
+    new = tmp_path / "app-renamed"
+    old.rename(new)
+    crush_projects(data, old, new)              # crush adds the new folder; the old entry stays
+    store = new / ".crush" / "crush.db"
+    add_sub_message(build, store)
     fingerprint = tree_fingerprint(new)
     s = run(db, crush, data)
     assert tree_fingerprint(new) == fingerprint
@@ -349,12 +361,7 @@ def test_a_database_given_a_deleted_ones_inode_keeps_both_projects_sessions(tmp_
     """The inode of a project deleted whole, handed to another project's new crush.db, makes
     that one read as the first moved and changed: the deleted project's sessions stay, as
     those of a store that deleted them inside itself do, and the new one's load beside them."""
-    build = contract_builder("crush")
-    old = tmp_path / "app"
-    build.write_db(old / ".crush" / "crush.db")
-    data = crush_projects(tmp_path / "crush-data", old)
-    db = tmp_path / "w" / "convarch.duckdb"
-    run(db, crush, data)
+    build, old, data, db = crush_project(tmp_path)
     before = facts(db)
     other = tmp_path / "other"
     given = {other / ".crush" / "crush.db": (old / ".crush" / "crush.db").stat().st_ino}
@@ -378,22 +385,12 @@ def test_a_database_copied_to_another_disk_counts_each_session_once_even_both_de
     new inode), the old one gone, each holding every session: both counted (24 messages of
     12). A deleted database gives way to one found after it that holds every session it held;
     deleted too, the later copy still counts, once."""
-    build = contract_builder("crush")
-    old = tmp_path / "app"
-    build.write_db(old / ".crush" / "crush.db")
-    data = crush_projects(tmp_path / "crush-data", old)
-    db = tmp_path / "w" / "convarch.duckdb"
-    run(db, crush, data)
+    build, old, data, db = crush_project(tmp_path)
     new = tmp_path / "other-disk" / "app"
     shutil.copytree(old, new)
     shutil.rmtree(old)
     crush_projects(data, old, new)
-    con = sqlite3.connect(new / ".crush" / "crush.db")
-    with con:
-        row = build.message("msg-sub-03", build.SUB, "user", [build.part("text", text="And in tests/?")], 100)
-        con.execute(f"insert into messages ({', '.join(row)}) values ({', '.join('?' for _ in row)})",
-                    list(row.values()))
-    con.close()
+    add_sub_message(build, new / ".crush" / "crush.db")
     run(db, crush, data)
     assert rows(db, "select path, gone from source_files order by file_id") == [
         (str(old / ".crush" / "crush.db"), True), (str(new / ".crush" / "crush.db"), False)]
