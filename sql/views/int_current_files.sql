@@ -10,7 +10,7 @@
 --   after it (a store copied to another disk, the old copy deleted), so that of two copies
 --   both deleted the later still counts.
 with files as (
-    select file_id, source, epoch, gone, session_hint, container = 'sqlite' as is_database
+    select file_id, source, epoch, gone, session_hint, coalesce(container = 'sqlite', false) as is_database
     from source_files
 ),
 
@@ -34,7 +34,7 @@ database_sessions as (
 ),
 
 gone_sessions as (
-    select parts.file_id, parts.source, parts.session_id, coalesce(files.is_database, false) as is_database
+    select parts.file_id, parts.source, parts.session_id, files.is_database
     from parts
     join files using (file_id)
     where files.gone
