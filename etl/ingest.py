@@ -22,6 +22,7 @@ from convarch.etl.layout import Layout
 from convarch.etl.extract import earlier_context, extract, index
 from convarch.etl.look import Look
 from convarch.etl.plan import plan_files
+from convarch.etl.read_file import Planned
 from convarch.etl.chains import materialize
 from convarch.etl.live_lines import live_lines
 from convarch.etl.compact import SWEPT_KEY, Compaction, compact
@@ -152,9 +153,9 @@ def _ingest(layout, targets, on_plan, progress, wait_seconds, redact, n_workers,
             workers.close()
         for w in merged.dropped:      # this run's own small files: never registered, never listed
             (layout.lake / w.path).unlink(missing_ok=True)
-        # a file moved, or back after it was gone, changes what the catalog reads without a row
-        data_changed = bool(written or gone or updates
-                            or any(t.prev.get("moved_from") or t.prev.get("gone") for t in touched))
+        # a file moved, back after it was gone, or its container's kind learnt changes what the
+        # catalog reads without a row
+        data_changed = bool(written or gone or updates or any(_reread(t) for t in touched))
         manifest = read_manifest(layout)
         last_data_run = state.execute(
             "select max(run_id) from ingest_runs where status = 'committed' and files_changed > 0"
@@ -222,6 +223,13 @@ def _commit_versions(state, updates: list[dict]) -> None:
             "groups": pa.array([u.get("line_groups") for u in hashed], pa.binary())}))
         state.execute("insert into file_line_hashes (file_id, hashes, groups) select file_id, hashes, groups from hash_rows")
         state.unregister("hash_rows")
+
+
+def _reread(touched: Planned) -> bool:
+    """Whether a file touched changes what the catalog reads: moved, back after it was gone,
+    or its container's kind learnt (etl/plan.py _classify)."""
+    prev = touched.prev
+    return bool(prev.get("moved_from") or prev.get("gone") or prev.get("container") is None)
 
 
 def _move_into_lake(layout: Layout, staging: Path, written: list[Written]) -> None:
@@ -300,10 +308,12 @@ def _commit(state, run_id, written, updates, touched, gone, summary: Summary, t0
         if touched:
             state.register("touched_files", pa.Table.from_pylist([
                 {"file_id": p.prev["file_id"], "path": str(p.file.path), "dev": p.stat.dev, "inode": p.stat.inode,
-                 "size": p.stat.size, "mtime_ns": p.stat.mtime_ns, "data_version": p.stat.version} for p in touched]))
+                 "size": p.stat.size, "mtime_ns": p.stat.mtime_ns, "data_version": p.stat.version,
+                 "container": p.file.container} for p in touched]))
             state.execute(
                 "update source_files as f set path = t.path, dev = t.dev, inode = t.inode, size = t.size, "
-                "mtime_ns = t.mtime_ns, data_version = coalesce(t.data_version, f.data_version), gone = false "
+                "mtime_ns = t.mtime_ns, data_version = coalesce(t.data_version, f.data_version), "
+                "container = t.container, gone = false "
                 "from touched_files as t where f.file_id = t.file_id")
             state.unregister("touched_files")
         for p in touched:
@@ -316,7 +326,7 @@ def _commit(state, run_id, written, updates, touched, gone, summary: Summary, t0
         state.execute(
             "update ingest_runs set status = 'committed', finished_at = ?, files_scanned = ?, files_changed = ?, "
             "records_added = ?, quarantined = ?, seconds = ? where run_id = ?",
-            [_now(), summary.files_scanned, len(updates) + len(gone) + sum(1 for t in touched if t.prev.get("moved_from") or t.prev.get("gone")),
+            [_now(), summary.files_scanned, len(updates) + len(gone) + sum(1 for t in touched if _reread(t)),
              summary.records_added, summary.quarantined,
              time.monotonic() - t0, run_id],
         )

@@ -35,6 +35,7 @@ class Known(NamedTuple):
     data_version: str | None
     gone: bool
     offset: int
+    container: str | None
 
 
 def known_files(state: duckdb.DuckDBPyConnection,
@@ -115,7 +116,7 @@ def plan_files(targets, state: duckdb.DuckDBPyConnection, summary: Summary,
     moved: set[int] = set()
     for sf, st in listed:
         row = known.get((sf.source, str(sf.path)))
-        if row is not None and _unchanged(row, st):
+        if row is not None and _unchanged(row, st) and row.container is not None:
             continue
         twin = False
         if row is None:
@@ -199,11 +200,16 @@ def _gone(known: dict[tuple[str, str], Known], seen: set, moved: set[int], roots
 
 def _classify(sf: SourceFile, st: snap.FileStat, row: Known | None, prev: dict | None) -> Planned:
     """`row` and `prev`: the file's narrowed and whole rows (None for a new file); a file found
-    unchanged here is one moved (touched), since plan_files passes over the others."""
+    unchanged here is one moved, or one whose kind of container the state does not know yet
+    (loaded before it was kept, 0010): touched, its row brought up to date, nothing read. Its
+    kind is what lets the catalog tell a database from the files around it (a JSON tree that a
+    database took in counts once), so an archive made before then waits for no change to
+    count right."""
     if prev is None:
         return Planned(sf, st, None, "new", 0)
     if _unchanged(row, st):
-        return Planned(sf, st, prev, "touched" if prev.get("moved_from") else "unchanged", prev["offset"])
+        touched = prev.get("moved_from") or prev.get("container") is None
+        return Planned(sf, st, prev, "touched" if touched else "unchanged", prev["offset"])
     if sf.container != "jsonl":
         return Planned(sf, st, prev, "rewrite", 0)
     offset = prev["offset"]

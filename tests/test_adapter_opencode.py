@@ -13,6 +13,8 @@ from convarch.adapters.base import RootError
 from convarch.cli.targets import default_targets
 from convarch.etl.ingest import ingest
 from convarch.etl.layout import Layout
+from convarch.etl.publish import publish
+from convarch.etl.state import open_state
 from conftest import PEER, REPO, contract_builder, tree_fingerprint
 from helpers import rows, scalar
 
@@ -211,6 +213,43 @@ def test_a_tree_read_before_its_database_existed_gives_way_to_it(tmp_path):
         (1, 1)]
     hits = "select count(*) from messages where text like '%retry%' or text like '%retries%'"
     assert scalar(db, hits) == scalar(ref, hits) > 0
+
+
+def test_an_archive_made_before_file_kinds_were_kept_learns_them_without_a_change(tmp_path):
+    """Rows loaded before 0010 have no container, so the catalog took the database for a file
+    like any other and the tree it took in counted twice until the database next changed.
+    The first run reads nothing again: it learns each file's kind from discovery, publishes,
+    and the next run has nothing to do."""
+    data = tmp_path / "data"
+    build.write_tree(data / "storage")
+    db = tmp_path / "w.duckdb"
+    run(db, data)
+    shutil.copy(CONTRACT / "opencode.db", data / "opencode.db")
+    run(db, data)
+    messages = scalar(db, "select count(*) from messages")
+    layout = Layout(db)
+    state = open_state(layout.state_db)
+    try:
+        state.execute("update source_files set container = null")
+        publish(layout, state, scalar(db, "select max(run_id) from ingest_runs"))    # as before 0010
+    finally:
+        state.close()
+    assert scalar(db, "select count(*) from messages") == 2 * messages
+    before = tree_fingerprint(data)
+    s = run(db, data)
+    assert tree_fingerprint(data) == before
+    assert (s.records_added, s.files_changed) == (0, 0)
+    assert scalar(db, "select count(*) from messages") == messages
+    assert rows(db, "select container, count(*) from source_files where not gone group by 1") == [("sqlite", 1)]
+    assert scalar(db, "select count(*) from source_files where container is null") == 32    # the tree, gone
+    again = run(db, data)
+    state = open_state(layout.state_db)
+    try:
+        changed = dict(state.execute("select run_id, files_changed from ingest_runs").fetchall())
+    finally:
+        state.close()
+    assert (changed[s.run_id], changed[again.run_id]) == (1, 0)     # the database's kind, then nothing
+    assert scalar(db, "select count(*) from messages") == messages
 
 
 def test_live_wal_database_and_its_next_commit(tmp_path):
