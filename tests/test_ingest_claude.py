@@ -481,3 +481,43 @@ def test_a_call_answered_twice_shows_its_last_result(tmp_path):
     got = rows(db, "select call_id, output_text, is_error, has_result from tool_calls order by call_id")
     assert got == [("c1", "second try", True, True), ("c2", "later block", False, True), ("c3", None, False, False)]
     assert scalar(db, "select count(*) from tool_calls") == 3
+
+
+def test_a_transcript_deleted_beside_a_shorter_copy_in_a_backup_keeps_what_only_it_had(tmp_path):
+    """A backup of the store, read beside it to bring back what the store has since deleted:
+    once the store deleted its transcript, the backup's older, shorter copy of that session
+    stood in for it, and the message only the store had left every view. A deleted file
+    gives way only to a file of its session holding at least as many records."""
+    root, f = make_store(tmp_path, story())
+    backup = tmp_path / "backup" / "claude"
+    shutil.copytree(root, backup)
+    with open(f, "a") as fh:                                                   # the store went on
+        fh.write(json.dumps(user("u9", "a2", "and then", "2026-05-02T09:00:00.000Z")) + "\n")
+    db = tmp_path / "w.duckdb"
+    kept = tree_fingerprint(backup)
+    run(db, root)
+    run(db, backup)
+    f.unlink()                                  # the store's cleanup
+    left = tree_fingerprint(root)
+    run(db, root)
+    run(db, backup)
+    assert (tree_fingerprint(root), tree_fingerprint(backup)) == (left, kept)
+    assert rows(db, "select session_id, count(distinct message_id) from messages group by 1") == [("s1", 5)]
+    assert rows(db, "select text from messages where message_id = ?", [uid("u9")]) == [("and then",)]
+    assert scalar(db, "select count(*) from chain_messages where message_id = ?", [uid("u9")]) == 1
+
+
+def test_a_subagent_transcript_deleted_beside_its_kept_meta_file_stays(tmp_path):
+    """A subagent's .meta.json names the same session as its transcript; with the transcript
+    deleted and the .meta.json left, the transcript gave way to it and the subagent's
+    messages left the archive. A file beside it with fewer records holds something else."""
+    root = tmp_path / "claude"
+    shutil.copytree(DEMO, root)
+    db = tmp_path / "w.duckdb"
+    run(db, root)
+    q = "select session_id, message_count, record_count from sessions where parent_session_id is not null"
+    sub = rows(db, q)
+    assert sub and sub[0][1] > 0
+    next(root.rglob("agent-*.jsonl")).unlink()
+    run(db, root)
+    assert rows(db, q) == sub
