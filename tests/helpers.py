@@ -143,3 +143,14 @@ def sample_counts(db: Path, files: list[str]) -> dict[str, int]:
                               "using (file_id) where list_contains(?, source_file)", [files]),
         quarantined=scalar(db, "select count(*) from quarantine where list_contains(?, source_file)", [files]),
     )
+
+
+def sample_alone(tmp: Path, adapter, root: Path) -> tuple[Path, list[str]]:
+    """A sample store ingested into a warehouse of its own, and its files. Samples of one
+    agent often hold the same file (a session, then the same session with a subagent beside
+    it), and an archive counts the copies of one file once: in a warehouse holding every
+    sample, a sample's file can stand aside for another sample's copy of it."""
+    db = tmp / "alone.duckdb"
+    resolved = adapter.resolve_root(root)
+    ingest(Layout(db), [(adapter, resolved)])
+    return db, sorted(str(f.path) for f in adapter.discover(resolved))

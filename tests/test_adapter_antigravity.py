@@ -15,7 +15,7 @@ from convarch.adapters.base import RootError
 from convarch.cli.targets import default_targets
 from convarch.etl.ingest import ingest
 from convarch.etl.layout import Layout
-from helpers import rows, sample_counts, scalar
+from helpers import rows, sample_alone, sample_counts, scalar
 
 CONTRACT = REPO / "fixtures" / "antigravity" / "contract"
 JAZZY = PEER / "jazzyalex__agent-sessions" / "Resources" / "Fixtures" / "stage0" / "agents" / "antigravity"
@@ -96,14 +96,13 @@ def peer_db(mixed):
 
 
 @pytest.mark.parametrize("name", sorted(SAMPLES))
-def test_sample_loads_with_exact_counts(peer_db, name):
+def test_sample_loads_with_exact_counts(peer_db, name, tmp_path):
     root, want = SAMPLES[name]
     if not root.exists():
         pytest.skip(f"{root} not present")
-    db, files, _summary, untouched = peer_db
+    _db, _files, _summary, untouched = peer_db
     assert untouched, "a source store changed"
-    got = sample_counts(db, files[name])
-    assert got == want
+    assert sample_counts(*sample_alone(tmp_path, antigravity, root)) == want
 
 
 def test_jazzy_sample_pairs_calls_and_reads_the_model(peer_db):

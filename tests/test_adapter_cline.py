@@ -18,7 +18,7 @@ from convarch.adapters.base import RootError
 from convarch.cli.targets import default_targets
 from convarch.etl.ingest import ingest
 from convarch.etl.layout import Layout
-from helpers import rows, sample_counts, scalar
+from helpers import rows, sample_alone, sample_counts, scalar
 
 CONTRACT = REPO / "fixtures" / "cline" / "contract"
 VENDOR = PEER / "cline__cline" / "sdk" / "packages" / "core" / "fixtures"
@@ -153,13 +153,13 @@ def store(tmp_path_factory):
 
 
 @pytest.mark.parametrize("name", sorted(SAMPLES))
-def test_sample_loads_with_exact_counts(store, name):
+def test_sample_loads_with_exact_counts(store, name, tmp_path):
     root, want = SAMPLES[name]
     if not root.exists():
         pytest.skip(f"{root} not present")
-    db, files, facts, _ext, _data = store
+    _db, _files, facts, _ext, _data = store
     assert facts["untouched"], "a source store changed"
-    assert sample_counts(db, files[name]) == want
+    assert sample_counts(*sample_alone(tmp_path, cline, root)) == want
 
 
 def test_contract_sessions(store):
@@ -256,12 +256,12 @@ def test_vendor_compaction_and_fork(store):
                   [files["vendor-session"]]) == want
 
 
-def test_portable_resume_sessions_have_the_manifest_times(store):
+def test_portable_resume_sessions_have_the_manifest_times(tmp_path):
     if not PR.exists():
         pytest.skip("portable-resume not present")
-    db, files = store[0], store[1]
+    db, files = sample_alone(tmp_path, cline, SAMPLES["pr-subagent"][0])
     got = rows(db, "select session_id, min(\"timestamp\"), count(*) filter (role is not null) from stg_records "
-                   "where list_contains(?, source_file) group by 1 order by 1", [files["pr-subagent"]])
+                   "where list_contains(?, source_file) group by 1 order by 1", [files])
     ts = rows(db, "select timestamp '2024-01-01 12:00:00'")[0][0]
     assert got == [("cl000101-0101-4101-8101-010101010101", ts, 2), ("cl000102-0202-4202-8202-020202020202", ts, 1)]
 

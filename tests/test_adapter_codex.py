@@ -253,7 +253,9 @@ def test_appended_rollouts_read_only_new_lines_and_keep_token_totals(tmp_path):
     splits = (16, 18, 30)
     files = []
     for split in splits:
-        f = tmp_path / f"home{split}" / "sessions" / "2026" / "05" / "04" / MAIN_FILE.name
+        # each in its own folder: the same file in the same place of two stores is one
+        # file's copies, and counts once
+        f = tmp_path / f"home{split}" / "sessions" / "2026" / "05" / f"{split:02d}" / MAIN_FILE.name
         f.parent.mkdir(parents=True)
         f.write_bytes(b"".join(lines[:split]))
         files.append(f)
@@ -295,7 +297,7 @@ def test_a_rollout_appended_at_any_line_loads_as_if_read_whole(tmp_path, name):
     cuts = range(1, len(lines))
     files = {}
     for k in [len(lines), *cuts]:
-        f = tmp_path / f"home{k:03d}" / "sessions" / "2026" / "05" / "04" / name
+        f = tmp_path / f"home{k:03d}" / "sessions" / "2026" / "05" / f"{k:03d}" / name   # not copies
         f.parent.mkdir(parents=True)
         f.write_bytes(b"".join(lines[:k]))
         files[k] = f

@@ -14,7 +14,7 @@ from convarch.adapters import gemini_cli
 from convarch.adapters.base import RootError
 from convarch.etl.ingest import ingest
 from convarch.etl.layout import Layout
-from helpers import ingest_samples, rows, sample_counts, scalar
+from helpers import ingest_samples, rows, sample_alone, sample_counts, scalar
 
 CONTRACT = REPO / "fixtures" / "gemini_cli" / "contract"
 CHATS = CONTRACT / "tmp" / "weather-app" / "chats"
@@ -68,14 +68,13 @@ def peer_db(tmp_path_factory):
 
 
 @pytest.mark.parametrize("name", sorted(SAMPLES))
-def test_sample_loads_with_exact_counts(peer_db, name):
+def test_sample_loads_with_exact_counts(peer_db, name, tmp_path):
     root, want = SAMPLES[name]
     if not root.exists():
         pytest.skip(f"{root} not present")
-    db, files, _summary, untouched, again = peer_db
+    _db, _files, _summary, untouched, again = peer_db
     assert untouched, "a source store changed"
-    got = sample_counts(db, files[name])
-    assert got == want
+    assert sample_counts(*sample_alone(tmp_path, gemini_cli, root)) == want
     assert (again.files_changed, again.records_added) == (0, 0)
 
 
@@ -87,10 +86,10 @@ def test_samples_add_up(peer_db):
     assert summary.quarantined == sum(w["quarantined"] for w in present)
 
 
-def test_portable_resume_subagent_links_to_its_parent(peer_db):
+def test_portable_resume_subagent_links_to_its_parent(tmp_path):
     if not (PR / "s-gm-02-main-and-subagent").exists():
         pytest.skip("sample not present")
-    db = peer_db[0]
+    db, _files = sample_alone(tmp_path, gemini_cli, SAMPLES["pr-subagent"][0])
     got = rows(db, "select session_id, parent_session_id, is_sidechain from stg_records "
                    "where source_file like '%/s-gm-02-%' and line_no = 1 order by session_id")
     assert got == [

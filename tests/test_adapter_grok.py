@@ -16,7 +16,7 @@ from convarch.adapters.base import RootError
 from convarch.cli.targets import default_targets
 from convarch.etl.ingest import ingest
 from convarch.etl.layout import Layout
-from helpers import rows, sample_counts, scalar
+from helpers import rows, sample_alone, sample_counts, scalar
 
 
 
@@ -98,15 +98,13 @@ def mixed(tmp_path_factory):
 
 
 @pytest.mark.parametrize("name", sorted(SAMPLES))
-def test_build_sample_loads_with_exact_counts(mixed, name):
+def test_build_sample_loads_with_exact_counts(mixed, name, tmp_path):
     root, want = SAMPLES[name]
     if not root.exists():
         pytest.skip(f"{root} not present")
-    db, files, _summary, untouched, _bad = mixed
+    _db, _files, _summary, untouched, _bad = mixed
     assert untouched, "a source store changed"
-    mine = files[name]
-    got = sample_counts(db, mine)
-    assert got == want
+    assert sample_counts(*sample_alone(tmp_path, grok_build, root)) == want
 
 
 def test_jazzy_sample_chat_history_lane(mixed):

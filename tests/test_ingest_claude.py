@@ -521,3 +521,38 @@ def test_a_subagent_transcript_deleted_beside_its_kept_meta_file_stays(tmp_path)
     next(root.rglob("agent-*.jsonl")).unlink()
     run(db, root)
     assert rows(db, q) == sub
+
+
+def test_a_backup_read_beside_its_store_counts_each_session_once(tmp_path):
+    """The same transcript in two stores (a backup read beside the store it came from, to
+    bring back what the store deletes) counted twice: 9 messages for a session of 5. Copies
+    of one file (the same session, folder, name and first 4 KB) count once, the one holding
+    most records, deleted or not: the store's longer transcript, and still after the store
+    deletes it."""
+    def long_story(sid):
+        first, *rest = story(sid)
+        first["message"]["content"] = "Add retries to the client. " + "Context line. " * 400   # past 4 KB
+        return [first, *rest]
+
+    root, f = make_store(tmp_path, long_story("s1"))
+    write_jsonl(f.parent / "s2.jsonl", long_story("s2"))
+    backup = tmp_path / "backup" / "claude"
+    shutil.copytree(root, backup)
+    write_jsonl(backup / "projects" / "-work-app" / "s3.jsonl", long_story("s3"))   # gone from the store
+    with open(f, "a") as fh:                                                         # the store went on
+        fh.write(json.dumps(user("u9", "a2", "and then", "2026-05-02T09:00:00.000Z")) + "\n")
+    db = tmp_path / "w.duckdb"
+    run(db, root)
+    run(db, backup)
+    want = [("s1", 5), ("s2", 4), ("s3", 4)]
+    counts = ("select count(*) from stg_records", "select count(*) from messages",
+              "select count(*) from chain_messages", "select count(*) from tool_calls")
+    assert rows(db, "select session_id, message_count from sessions order by 1") == want
+    assert [scalar(db, q) for q in counts] == [13, 13, 13, 3]
+    f.unlink()                                  # the store's cleanup
+    (f.parent / "s2.jsonl").unlink()
+    run(db, root)
+    run(db, backup)
+    assert rows(db, "select session_id, message_count from sessions order by 1") == want
+    assert [scalar(db, q) for q in counts] == [13, 13, 13, 3]
+    assert rows(db, "select text from chain_messages where message_id = ?", [uid("u9")]) == [("and then",)]

@@ -1,12 +1,16 @@
 -- grain: one row per source file whose rows are part of the live warehouse, with the epoch
 -- (version) that is current. A file the agent deleted stays (the archive keeps what the
--- store lost), unless what it held lives on elsewhere in the same source, and only there
--- counts:
+-- store lost), and so does a copy of a store read beside it, unless what it held lives on
+-- elsewhere in the same source, and only there counts:
 -- - its session, in another file of that session still there that holds at least as many
 --   records (as when Codex replaces a rollout by its compressed copy, or Gemini CLI a
 --   legacy chat by its JSONL); one with fewer holds something else or less, and the deleted
 --   file stays (a subagent's transcript beside its .meta.json; a store's transcript beside
 --   the shorter copy of it in a backup read with it);
+-- - its session, in a copy of it: the same file in another store (the same session, folder,
+--   name and first 4 KB: a backup read beside the store it came from). Of such copies,
+--   deleted or not, the one holding most records counts, so the store's transcript counts
+--   once, and still counts, whole, after the store deletes it;
 -- - every session it held, in a database of the source (there or deleted: a database keeps
 --   every session it held), as OpenCode's database holds those of the JSON tree it took in,
 --   a tree read before the database existed. A database gives way so only to one found
@@ -24,11 +28,46 @@ with files as (
     from source_files
 ),
 
-live_sessions as (
-    select source, session_hint, max(records) as records
+-- per session: its files, and the most records one still there holds
+by_session as (
+    select
+        source,
+        session_hint,
+        count(*) as file_count,
+        max(records) filter (where not gone) as live_records
     from files
-    where not gone and session_hint is not null
+    where session_hint is not null
     group by source, session_hint
+),
+
+-- files of one session that begin alike: most sessions have one file, and the files of one
+-- with several (a Cline task's, a subagent's transcript and .meta.json) begin differently
+same_start as (
+    select source, session_hint, head_len, head_hash
+    from source_files
+    semi join by_session
+        on by_session.source = source_files.source
+        and by_session.session_hint = source_files.session_hint
+        and by_session.file_count > 1
+    group by source, session_hint, head_len, head_hash
+    having count(*) > 1
+),
+
+copies as (
+    select
+        file_id,
+        row_number() over (
+            partition by
+                source,
+                session_hint,
+                head_len,
+                head_hash,
+                -- a store copied elsewhere keeps each file's folder and name
+                regexp_extract(path, '[^/\\]*[/\\][^/\\]*$')
+            order by records desc, gone, file_id
+        ) as copy_rank
+    from source_files
+    semi join same_start using (source, session_hint, head_len, head_hash)
 ),
 
 parts as (
@@ -65,12 +104,14 @@ held_by_databases as (
 final as (
     select files.file_id, files.epoch
     from files
-    left join live_sessions
-        on live_sessions.source = files.source
-        and live_sessions.session_hint = files.session_hint
+    left join by_session
+        on by_session.source = files.source
+        and by_session.session_hint = files.session_hint
+    left join copies using (file_id)
     anti join held_by_databases
         on held_by_databases.file_id = files.file_id
-    where (not files.gone or live_sessions.session_hint is null or live_sessions.records < files.records)
+    where coalesce(copies.copy_rank, 1) = 1
+        and (not files.gone or by_session.live_records is null or by_session.live_records < files.records)
 )
 
 select * from final
