@@ -10,8 +10,10 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from bisect import bisect_right
 from collections import Counter
 from dataclasses import dataclass, field
+from itertools import accumulate
 from typing import Any
 
 import duckdb
@@ -75,6 +77,8 @@ class Facts:
     compactions: int = 0
     input_sha256: str = ""
     redactions: Counter = field(default_factory=Counter)
+    #: tool calls made on branches the session left (rewinds, forks), which nothing here states
+    calls_left_out: int = 0
 
 
 def load(con: duckdb.DuckDBPyConnection, session_id: str) -> Facts:
@@ -92,11 +96,16 @@ def load(con: duckdb.DuckDBPyConnection, session_id: str) -> Facts:
         turns.append(Turn(int(seq), mid, role or "", kind, harness, ts, redact(text) or "", model,
                           kind == "compact_boundary" or subtype == "compact_boundary"))
     seq_of = {t.message_id: t.seq for t in turns if t.message_id}
+    seq_at = _seq_at_time(turns)
     calls = []
+    left_out = 0
     last_seq = 0
     for row in con.execute(sql.read("queries/handoff__tool_calls"), params).fetchall():
-        (call_id, mid, name, kind, path, command, inp, output, is_error, exit_code, has_result, _ts) = row
-        seq = seq_of.get(mid, last_seq)
+        (call_id, mid, name, kind, path, command, inp, output, is_error, exit_code, has_result, ts, on_branch) = row
+        if not on_branch:
+            left_out += 1
+            continue
+        seq = seq_of.get(mid) or seq_at(ts) or last_seq or (1 if turns else 0)
         last_seq = max(last_seq, seq)
         try:
             parsed = json.loads(redact(inp) or "null") if inp else {}
@@ -105,11 +114,26 @@ def load(con: duckdb.DuckDBPyConnection, session_id: str) -> Facts:
         calls.append(Call(seq, name or "", kind or "other", redact(path), redact(command),
                           parsed if isinstance(parsed, dict) else {}, redact(output) or "",
                           bool(is_error), exit_code, bool(has_result)))
-    facts = Facts(session, turns, calls)
+    facts = Facts(session, turns, calls, calls_left_out=left_out)
     facts.input_sha256 = _digest(session, turns, calls)
     derive(facts)
     facts.redactions = redact.counts
     return facts
+
+
+def _seq_at_time(turns: list[Turn]):
+    """The message a call that is not itself on the chain (a subagent's) belongs with: the last
+    one written at or before it, so its `#N` points into the conversation shown."""
+    timed = sorted((t.timestamp, t.seq) for t in turns if t.timestamp is not None)
+    times = [ts for ts, _ in timed]
+    latest = list(accumulate((seq for _, seq in timed), max))
+
+    def at(ts) -> int | None:
+        if ts is None:
+            return None
+        i = bisect_right(times, ts)
+        return latest[i - 1] if i else None
+    return at
 
 
 def _agent_title(source: str | None) -> str:

@@ -250,6 +250,9 @@ def _provenance(f: Facts, doc: _Doc, truncated: bool) -> tuple[list[str], dict]:
         warnings.append(("W_BROKEN_CHAIN", f"{f.session['chain_issues']} chain anomalies (see the chain_issues view)"))
     if (f.session.get("branch_count") or 0) > 1:
         warnings.append(("W_BRANCHES", f"{f.session['branch_count']} branches; this is the default one"))
+    if f.calls_left_out:
+        warnings.append(("W_OTHER_BRANCH_CALLS", f"{f.calls_left_out} tool call(s) made on branches the session "
+                         "left (a rewind, a fork) are not stated here; files they touched may still differ"))
     if truncated:
         warnings.append(("W_TRUNCATED", "sections were cut to fit the size budget; cuts are marked [+N omitted]"))
     if f.redactions:

@@ -20,6 +20,7 @@ class Story:
         self.prev: str | None = None
         self.n = 0
         self.calls = 0
+        self.side = False
 
     def _id(self) -> str:
         self.n += 1
@@ -31,7 +32,7 @@ class Story:
 
     def _add(self, rec: dict, *, parent: str | None | bool = True) -> dict:
         uid = self._id()
-        base = {"parentUuid": self.prev if parent is True else parent, "isSidechain": False, "userType": "external",
+        base = {"parentUuid": self.prev if parent is True else parent, "isSidechain": self.side, "userType": "external",
                 "cwd": self.cwd, "sessionId": self.sid, "version": "2.1.80", "gitBranch": self.branch,
                 "uuid": uid, "timestamp": self._ts()}
         base.update(rec)
@@ -70,6 +71,35 @@ class Story:
     def todo(self, items: list[tuple[str, str]]) -> "Story":
         return self.tool("TodoWrite", {"todos": [{"content": c, "status": s, "activeForm": c} for c, s in items]},
                          "Todos have been modified successfully.")
+
+    def rewind(self, to: str | None) -> "Story":
+        """The person goes back to the record `to` (a uuid from `mark`) and goes on from there; what
+        came after it stays in the file as a branch the session left."""
+        self.prev = to
+        return self
+
+    def mark(self) -> str | None:
+        return self.prev
+
+    def delegate(self, prompt: str, calls: list[tuple[str, dict, str]], answer: str) -> "Story":
+        """A Task call whose subagent writes its records into the same file on a side chain, as
+        Claude Code did before subagents had files of their own."""
+        self.calls += 1
+        call = f"toolu_{self.name}_{self.calls:04d}"
+        self._add({"type": "assistant", "requestId": f"req_{self.n}",
+                   "message": {"id": f"msg_{self.name}_{self.n}", "type": "message", "role": "assistant",
+                               "model": self.model,
+                               "content": [{"type": "tool_use", "id": call, "name": "Task",
+                                            "input": {"description": prompt[:40], "prompt": prompt}}],
+                               "usage": {"input_tokens": 100, "output_tokens": 20}}})
+        main, self.prev, self.side = self.prev, None, True
+        self.user(prompt)
+        for name, input, output in calls:
+            self.tool(name, input, output)
+        self.prev, self.side = main, False
+        self._add({"type": "user", "message": {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": call, "content": answer}]}})
+        return self
 
     def compact(self, summary: str) -> "Story":
         leaf = self.prev

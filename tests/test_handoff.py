@@ -342,3 +342,50 @@ def test_session_refs_and_exit_codes(tmp_path):
     r = CliRunner().invoke(cli, ["--db", db, "handoff", s1.sid, "-o", str(out)])
     assert r.exit_code == 0 and out.read_text().startswith("# Handoff")
     assert oct(out.stat().st_mode & 0o777) == "0o600"
+
+
+def test_a_branch_the_person_rewound_away_from_states_nothing(tmp_path):
+    """A rewind leaves the abandoned branch in the transcript. The handoff follows the branch a
+    resume continues, so a failure the person walked away from is not handed on as the next
+    thing to fix, and its commands and files are not listed as this branch's."""
+    s = Story("rewound")
+    s.user("Clean up the staging database.")
+    s.assistant("Ready; what first?")
+    fork = s.mark()
+    s.user("Run the migration with the drop flag.")
+    s.bash("python migrate.py --drop-all", "refusing to drop a database in use", exit_code=2)
+    s.tool("Edit", {"file_path": "/home/demo/orbit/db/schema.sql", "old_string": "a", "new_string": "b"},
+           "The file has been updated.")
+    s.assistant("The migration failed.")
+    s.rewind(fork)
+    s.user("Instead, archive rows older than 90 days.")
+    s.bash("python archive.py --older-than 90d", "archived 1200 rows")
+    s.assistant("Archived 1200 rows.")
+    md = render(ingest_story(tmp_path, s), s.sid)
+    assert "migrate.py" not in md and "schema.sql" not in md
+    assert "python archive.py --older-than 90d (1 run, last exit 0" in section(md, "Commands")
+    assert section(md, "Errors").strip() == "(none recorded)"
+    assert "Resolve" not in section(md, "Next step")
+    assert "- W_OTHER_BRANCH_CALLS: 2 tool call(s) made on branches the session left" in md
+    # every call stated points at a message of the branch shown
+    assert not re.search(r"#0\b", md)
+
+
+def test_a_subagents_calls_on_a_side_chain_in_the_same_file_are_kept(tmp_path):
+    """Older Claude Code wrote a subagent's records into the session's own file, on a side chain
+    no resume walks. That work was done for the branch shown, so its files stay in the handoff,
+    numbered with the message they came after."""
+    s = Story("delegated")
+    s.user("Find where the cache is configured and raise its size.")
+    s.delegate("Find the cache configuration.",
+               [("Read", {"file_path": "/home/demo/orbit/config/cache.toml"}, "size = 64"),
+                ("Bash", {"command": "grep -rn cache_size src"}, "src/app.py:3: cache_size")],
+               "It is config/cache.toml.")
+    s.tool("Edit", {"file_path": "/home/demo/orbit/config/cache.toml", "old_string": "size = 64",
+                    "new_string": "size = 256"}, "The file has been updated.")
+    s.assistant("Raised the cache size to 256.")
+    md = render(ingest_story(tmp_path, s), s.sid)
+    assert "grep -rn cache_size src (1 run, last exit 0, #2)" in section(md, "Commands")
+    assert "/home/demo/orbit/config/cache.toml (1 edit, 1 read" in section(md, "Key files")
+    assert "W_OTHER_BRANCH_CALLS" not in md
+    assert not re.search(r"#0\b", md)
