@@ -6,6 +6,7 @@ from pathlib import Path
 
 import duckdb
 
+from convarch import sql
 from convarch.etl.duck import connect as duck_connect
 from convarch.etl.errors import ConvarchError
 from convarch.etl.layout import Layout, default_db_path
@@ -31,6 +32,7 @@ def connect(db: str | os.PathLike | None = None, *, locked_down: bool = False) -
         raise ConvarchError(f"the warehouse at {layout.db} was moved or copied from {old}: "
                             "run `convarch ingest --all` once to update it")
     con = duck_connect(layout.db, read_only=True)
+    sql.session_macros(con)
     if locked_down:
         con.execute("set allowed_directories = ?", [[str(layout.lake) + os.sep]])
         con.execute("set enable_external_access = false")

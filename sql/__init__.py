@@ -57,6 +57,17 @@ PUBLIC_VIEWS: tuple[str, ...] = (
 )
 
 
+#: Table macros that queries of one session call; each is made on the reading connection
+#: (`session_macros`), since as a view it would be computed for every session first.
+SESSION_MACROS: tuple[str, ...] = ("macros/live_path",)
+
+
+def session_macros(con) -> None:
+    """Make the session macros on `con` (temporary: a read-only connection can hold them)."""
+    for name in SESSION_MACROS:
+        con.execute(read(name))
+
+
 def read(name: str) -> str:
     """Return the text of `sql/<name>.sql`."""
     return _read(name)

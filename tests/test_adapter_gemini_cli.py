@@ -172,6 +172,11 @@ def live_chain(db: Path, session_id: str) -> list[str]:
     return chain[::-1]
 
 
+def on_live_path(db: Path, session_id: str) -> set[str]:
+    return {m for (m,) in rows(db, "select message_id from messages join live_path([$s]) using (file_id, line_no) "
+                                   "where on_path and message_id is not null", {"s": session_id})}
+
+
 def test_rewind_leaves_the_rewound_messages_off_the_chain(contract_db):
     db = contract_db
     rewind = rows(db, "select line_no, message_id, parent_id, role from stg_records where kind = 'rewind'")
@@ -183,6 +188,8 @@ def test_rewind_leaves_the_rewound_messages_off_the_chain(contract_db):
     assert chain[-1] == "5e7a9c1e-3f5b-4d7f-a9c1-2f4b6d8f0b01"
     # the rewound messages are still messages (they were shown), on a dead branch
     assert scalar(db, "select count(*) from messages where message_id in (select unnest(?))", [sorted(rewound)]) == 2
+    # and the live_path macro the handoff and `show` read finds the same path
+    assert on_live_path(db, MAIN_ID) == set(chain)
 
 
 def gemini_store(tmp_path: Path, lines: list, name: str = "session-2026-05-01T10-00-aaaa1111.jsonl") -> Path:

@@ -9,13 +9,17 @@ import shutil
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from conftest import PEER, REPO
+from convarch import connect
 from convarch.adapters import pi
 from convarch.adapters.base import RootError
+from convarch.cli import cli
 from convarch.cli.targets import default_targets
 from convarch.etl.ingest import ingest
 from convarch.etl.layout import Layout
+from convarch.handoff import Options, build
 from helpers import ingest_samples, rows, sample_counts, scalar
 
 CONTRACT = REPO / "fixtures" / "pi" / "contract"
@@ -149,6 +153,10 @@ def test_contract_abandoned_branch_is_off_the_live_path(contract_db):
         leaf = parent.get(leaf)
     assert "a0000010" not in path and "a0000011" not in path        # the branch the person left
     assert "a0000012" in path                                       # its summary stands for it
+    # the live_path macro the handoff and `show` read finds the same path
+    live = rows(contract_db, "select message_id, on_path from stg_records join live_path([$s]) "
+                             "using (file_id, line_no) where message_id is not null", {"s": A})
+    assert {m for m, on in live if on} == set(path) and len(live) == len(recs)
     assert scalar(contract_db, "select logical_parent_id from stg_records where record_type = 'branch_summary'") == "a0000011"
 
 
@@ -287,3 +295,76 @@ def test_symlinked_session_is_skipped_with_a_reason(tmp_path):
     os.symlink(target, folder / target.name)
     s = run(tmp_path / "w.duckdb", tmp_path / "agent")
     assert s.records_added == 0 and dict(s.skipped)[str(folder / target.name)].startswith("not a regular file")
+
+
+def test_a_branch_left_in_the_tree_is_not_handed_on_nor_shown(tmp_path):
+    """pi keeps every branch in the file and replays the parentId walk from the last entry. The
+    handoff and `show` follow that path: a failing command on a branch the person left (pi's
+    /tree) is not handed on as an unresolved error, and its messages are not shown."""
+    def call(n, parent, cid, command):
+        return entry(n, parent, "message", message={"role": "assistant", "model": "m", "content": [
+            {"type": "toolCall", "id": cid, "name": "bash", "arguments": {"command": command}}]})
+
+    def result(n, parent, cid, text, error=False):
+        return entry(n, parent, "message", message={"role": "toolResult", "toolCallId": cid, "toolName": "bash",
+                                                    "content": [{"type": "text", "text": text}], "isError": error})
+
+    agent = pi_store(tmp_path, [
+        HEADER,
+        entry(1, None, "message", message={"role": "user", "content": "tidy the build"}),
+        entry(2, 1, "message", message={"role": "user", "content": "delete the cache folder by force"}),
+        call(3, 2, "c1", "rm -rf /var/cache/app"),
+        result(4, 3, "c1", "rm: permission denied", error=True),
+        entry(5, 1, "branch_summary", fromId="e0000004", summary="Tried deleting the cache; it failed."),
+        entry(6, 5, "message", message={"role": "user", "content": "just clean the build folder"}),
+        call(7, 6, "c2", "make clean"),
+        result(8, 7, "c2", "cleaned"),
+        entry(9, 8, "message", message={"role": "assistant", "model": "m",
+                                        "content": [{"type": "text", "text": "Build folder cleaned."}]}),
+    ])
+    db = tmp_path / "w.duckdb"
+    run(db, agent)
+    con = connect(db)
+    try:
+        md = build(con, HEADER["id"], fmt="markdown", options=Options())
+    finally:
+        con.close()
+    assert "rm -rf" not in md and "permission denied" not in md and "by force" not in md
+    assert "make clean (1 run, last exit 0" in md
+    assert "Latest request (#3):\n> just clean the build folder" in md
+    assert "W_OTHER_BRANCH_CALLS: 1 tool call(s)" in md
+    shown = CliRunner().invoke(cli, ["--db", str(db), "show", HEADER["id"], "--json"])
+    assert shown.exit_code == 0, shown.output
+    texts = [m["text"] for m in json.loads(shown.output)["messages"]]
+    assert "delete the cache folder by force" not in texts and "just clean the build folder" in texts
+    assert texts[0] == "tidy the build"
+
+
+def test_a_path_that_breaks_off_or_loops_leaves_every_entry_counted(tmp_path):
+    """A walk that reaches an id no entry has (a result hung from its call's id, as one
+    hand-made sample does) cannot tell where the conversation runs, so no entry is set aside;
+    parent links that loop end the walk instead of running it forever."""
+    broken = pi_store(tmp_path / "broken", [
+        HEADER,
+        entry(1, None, "message", message={"role": "user", "content": "list files"}),
+        entry(2, 1, "message", message={"role": "assistant", "model": "m", "content": [
+            {"type": "toolCall", "id": "call-1", "name": "bash", "arguments": {"command": "ls"}}]}),
+        {**entry(3, None, "message", message={"role": "toolResult", "toolCallId": "call-1", "toolName": "bash",
+                                              "content": [{"type": "text", "text": "a.txt"}]}), "parentId": "call-1"},
+    ])
+    db = tmp_path / "broken.duckdb"
+    run(db, broken)
+    assert rows(db, "select count(*) from live_path([$s])", {"s": HEADER["id"]}) == [(0,)]
+    looped = pi_store(tmp_path / "looped", [
+        HEADER,
+        entry(1, 2, "message", message={"role": "user", "content": "one"}),
+        entry(2, 1, "message", message={"role": "user", "content": "two"}),
+        entry(3, 2, "message", message={"role": "user", "content": "three"}),
+        entry(4, 1, "message", message={"role": "user", "content": "a branch left"}),
+        entry(5, 3, "message", message={"role": "user", "content": "four"}),
+    ])
+    db = tmp_path / "looped.duckdb"
+    run(db, looped)
+    assert rows(db, "select message_id, on_path from stg_records join live_path([$s]) using (file_id, line_no) "
+                    "where message_id is not null order by line_no", {"s": HEADER["id"]}) == [
+        ("e0000001", True), ("e0000002", True), ("e0000003", True), ("e0000004", False), ("e0000005", True)]

@@ -143,6 +143,11 @@ def test_contract_rewind_branch_is_off_the_live_chain(contract_db):
         leaf = parent.get(leaf)
     assert uid(12) not in chain and uid(13) not in chain
     assert chain[::-1] == [uid(k) for k in (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 14, 15, 16, 17, 18)]
+    # the live_path macro the handoff and `show` read finds the same path
+    sid = scalar(contract_db, "select session_id from stg_records where message_id = ?", [uid(1)])
+    live = rows(contract_db, "select message_id, bool_and(on_path) from stg_records join live_path([$s]) "
+                             "using (file_id, line_no) where message_id is not null group by 1", {"s": sid})
+    assert {m for m, on in live if on} == set(chain)
     assert scalar(contract_db, "select parent_id from stg_records where subtype = 'rewind'") == uid(11)
 
 

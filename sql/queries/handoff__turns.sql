@@ -1,5 +1,6 @@
 -- grain: one row per message of one session in conversation order: the rebuilt chain where the
--- source has one (chain_messages), else every message in time and file order
+-- source has one (chain_messages), else every message in time and file order, less those on a
+-- branch the session left where its source keeps a tree (live_path)
 -- parameters: $session_id
 with chain as (
     select
@@ -32,7 +33,9 @@ flat as (
         null::varchar as subtype,
         is_compact_summary
     from messages
-    where session_id = $session_id
+    left join live_path([$session_id]) as live using (file_id, line_no)
+    where messages.session_id = $session_id
+        and coalesce(live.on_path, true)
         and not exists (select 1 from chain)
 ),
 

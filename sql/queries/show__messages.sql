@@ -1,5 +1,6 @@
 -- grain: one row per message of one session as `convarch show` prints it: the rebuilt chain
--- where the source has one, else every message in time and file order; with its record
+-- where the source has one, else every message in time and file order (less those on a branch
+-- the session left, where its source keeps a tree: live_path); with its record
 -- parameters: $session_id
 with chain as (
     select seq, message_id, role, kind, harness_kind, "timestamp", text, model, file_id, line_no
@@ -12,7 +13,9 @@ flat as (
         row_number() over (order by "timestamp" nulls last, file_id, line_no) as seq,
         message_id, role, kind, harness_kind, "timestamp", text, model, file_id, line_no
     from messages
-    where session_id = $session_id
+    left join live_path([$session_id]) as live using (file_id, line_no)
+    where messages.session_id = $session_id
+        and coalesce(live.on_path, true)
         and not exists (select 1 from chain)
 ),
 
