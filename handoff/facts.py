@@ -79,6 +79,9 @@ class Facts:
     redactions: Counter = field(default_factory=Counter)
     #: tool calls made on branches the session left (rewinds, forks), which nothing here states
     calls_left_out: int = 0
+    #: files those calls edited or wrote: the change may still be on disk (a rewind of the
+    #: conversation need not undo it), so the next agent is told to look
+    left_writes: list[str] = field(default_factory=list)
 
 
 def load(con: duckdb.DuckDBPyConnection, session_id: str) -> Facts:
@@ -99,11 +102,14 @@ def load(con: duckdb.DuckDBPyConnection, session_id: str) -> Facts:
     seq_at = _seq_at_time(turns)
     calls = []
     left_out = 0
+    left_writes: set[str] = set()
     last_seq = 0
     for row in con.execute(sql.read("queries/handoff__tool_calls"), params).fetchall():
         (call_id, mid, name, kind, path, command, inp, output, is_error, exit_code, has_result, ts, on_branch) = row
         if not on_branch:
             left_out += 1
+            if path and kind in ("edit", "write") and not is_error:
+                left_writes.add(redact(path))
             continue
         seq = seq_of.get(mid) or seq_at(ts) or last_seq or (1 if turns else 0)
         last_seq = max(last_seq, seq)
@@ -114,7 +120,7 @@ def load(con: duckdb.DuckDBPyConnection, session_id: str) -> Facts:
         calls.append(Call(seq, name or "", kind or "other", redact(path), redact(command),
                           parsed if isinstance(parsed, dict) else {}, redact(output) or "",
                           bool(is_error), exit_code, bool(has_result)))
-    facts = Facts(session, turns, calls, calls_left_out=left_out)
+    facts = Facts(session, turns, calls, calls_left_out=left_out, left_writes=sorted(left_writes))
     facts.input_sha256 = _digest(session, turns, calls)
     derive(facts)
     facts.redactions = redact.counts

@@ -174,6 +174,12 @@ def _sections(f: Facts, opts: Options, caps: Caps, doc: _Doc) -> list[tuple[str,
             parts.append(f"{r['failed_writes']} failed writes")
         files.append(f"> {doc.inline(r['path'], 200)} ({', '.join(parts)}; last #{r['last_seq']})")
     files += doc.omitted(len(f.files) - caps.files, "files")
+    listed = {r["path"] for r in f.files}
+    left = [p for p in f.left_writes if p not in listed]
+    if left:
+        files.append("Changed on a branch the session left; check whether each change was undone:")
+        files += [f"> {doc.inline(p, 200)}" for p in left[: caps.files]]
+        files += doc.omitted(len(left) - caps.files, "files")
     out.append(("Key files", files or none))
 
     cmds = []

@@ -347,7 +347,8 @@ def test_session_refs_and_exit_codes(tmp_path):
 def test_a_branch_the_person_rewound_away_from_states_nothing(tmp_path):
     """A rewind leaves the abandoned branch in the transcript. The handoff follows the branch a
     resume continues, so a failure the person walked away from is not handed on as the next
-    thing to fix, and its commands and files are not listed as this branch's."""
+    thing to fix, and its commands and files are not listed as this branch's; a file it
+    changed is named apart, since a rewind of the conversation need not undo the change."""
     s = Story("rewound")
     s.user("Clean up the staging database.")
     s.assistant("Ready; what first?")
@@ -362,7 +363,12 @@ def test_a_branch_the_person_rewound_away_from_states_nothing(tmp_path):
     s.bash("python archive.py --older-than 90d", "archived 1200 rows")
     s.assistant("Archived 1200 rows.")
     md = render(ingest_story(tmp_path, s), s.sid)
-    assert "migrate.py" not in md and "schema.sql" not in md
+    assert "migrate.py" not in md
+    # the abandoned branch's edit may still be on disk: named for a look, not as this branch's
+    assert section(md, "Key files").strip().splitlines() == [
+        "Changed on a branch the session left; check whether each change was undone:",
+        "> /home/demo/orbit/db/schema.sql"]
+    assert md.count("schema.sql") == 1
     assert "python archive.py --older-than 90d (1 run, last exit 0" in section(md, "Commands")
     assert section(md, "Errors").strip() == "(none recorded)"
     assert "Resolve" not in section(md, "Next step")
