@@ -556,3 +556,30 @@ def test_a_backup_read_beside_its_store_counts_each_session_once(tmp_path):
     assert rows(db, "select session_id, message_count from sessions order by 1") == want
     assert [scalar(db, q) for q in counts] == [13, 13, 13, 3]
     assert rows(db, "select text from chain_messages where message_id = ?", [uid("u9")]) == [("and then",)]
+
+
+def test_a_short_transcript_backed_up_early_counts_once_beside_the_store_it_grew_in(tmp_path):
+    """A backup taken while a transcript was short (under 4 KB) holds fewer bytes than the
+    store's copy, which went on, so their first 4 KB differ; they are still copies of one file
+    (the same session, folder and name) and count once: the store's, longer one. Of copies
+    holding as many records, the one written last counts."""
+    root, f = make_store(tmp_path, story("s1")[:2])
+    assert f.stat().st_size < 4096
+    backup = tmp_path / "backup" / "claude"
+    shutil.copytree(root, backup)
+    with open(f, "a") as fh:                                     # the store went on
+        for rec in story("s1")[2:]:
+            fh.write(json.dumps(rec) + "\n")
+    write_jsonl(f.parent / "s2.jsonl", story("s2"))
+    shutil.copy2(f.parent / "s2.jsonl", backup / "projects" / "-work-app" / "s2.jsonl")
+    later = (f.parent / "s2.jsonl").stat().st_mtime + 60
+    os.utime(f.parent / "s2.jsonl", (later, later))             # the store wrote it again since
+    db = tmp_path / "w.duckdb"
+    run(db, backup)
+    run(db, root)
+    assert rows(db, "select session_id, message_count from sessions order by 1") == [("s1", 4), ("s2", 4)]
+    assert [scalar(db, q) for q in ("select count(*) from stg_records", "select count(*) from chain_messages",
+                                    "select count(*) from tool_calls")] == [8, 8, 2]
+    # the store's copy of s2, written last, is the one that counts
+    assert rows(db, "select distinct source_file from stg_records where session_id = 's2'") == [
+        (str(f.parent / "s2.jsonl"),)]

@@ -7,10 +7,11 @@
 --   legacy chat by its JSONL); one with fewer holds something else or less, and the deleted
 --   file stays (a subagent's transcript beside its .meta.json; a store's transcript beside
 --   the shorter copy of it in a backup read with it);
--- - its session, in a copy of it: the same file in another store (the same session, folder,
---   name and first 4 KB: a backup read beside the store it came from). Of such copies,
---   deleted or not, the one holding most records counts, so the store's transcript counts
---   once, and still counts, whole, after the store deletes it;
+-- - its session, in a copy of it: the same file in another store (the same session, folder
+--   and name: a backup read beside the store it came from, however long the transcript was
+--   when it was copied). Of such copies, deleted or not, the one holding most records counts
+--   (of as many, the one written last), so the store's transcript counts once, and still
+--   counts, whole, after the store deletes it;
 -- - every session it held, in a database of the source (there or deleted: a database keeps
 --   every session it held), as OpenCode's database holds those of the JSON tree it took in,
 --   a tree read before the database existed. A database gives way so only to one found
@@ -40,34 +41,44 @@ by_session as (
     group by source, session_hint
 ),
 
--- files of one session that begin alike: most sessions have one file, and the files of one
--- with several (a Cline task's, a subagent's transcript and .meta.json) begin differently
-same_start as (
-    select source, session_hint, head_len, head_hash
+-- files of one session with the same name: most sessions have one file, and the files of one
+-- with several (a Cline task's, a subagent's transcript and .meta.json) are named apart
+same_name as (
+    select source, session_hint, parse_filename(path, false, 'both_slash') as file_name
     from source_files
     semi join by_session
         on by_session.source = source_files.source
         and by_session.session_hint = source_files.session_hint
         and by_session.file_count > 1
-    group by source, session_hint, head_len, head_hash
+    group by all
     having count(*) > 1
+),
+
+named as (
+    select
+        file_id,
+        source,
+        session_hint,
+        records,
+        gone,
+        mtime_ns,
+        -- a store copied elsewhere keeps each file's folder and name
+        regexp_extract(path, '[^/\\]*[/\\][^/\\]*$') as folder_and_name
+    from source_files
+    semi join same_name
+        on same_name.source = source_files.source
+        and same_name.session_hint = source_files.session_hint
+        and same_name.file_name = parse_filename(source_files.path, false, 'both_slash')
 ),
 
 copies as (
     select
         file_id,
         row_number() over (
-            partition by
-                source,
-                session_hint,
-                head_len,
-                head_hash,
-                -- a store copied elsewhere keeps each file's folder and name
-                regexp_extract(path, '[^/\\]*[/\\][^/\\]*$')
-            order by records desc, gone, file_id
+            partition by source, session_hint, folder_and_name
+            order by records desc, gone, mtime_ns desc, file_id
         ) as copy_rank
-    from source_files
-    semi join same_start using (source, session_hint, head_len, head_hash)
+    from named
 ),
 
 parts as (
