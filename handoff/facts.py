@@ -121,7 +121,7 @@ def load(con: duckdb.DuckDBPyConnection, session_id: str) -> Facts:
                           parsed if isinstance(parsed, dict) else {}, redact(output) or "",
                           bool(is_error), exit_code, bool(has_result)))
     facts = Facts(session, turns, calls, calls_left_out=left_out, left_writes=sorted(left_writes))
-    facts.input_sha256 = _digest(session, turns, calls)
+    facts.input_sha256 = _digest(session, turns, calls, (left_out, facts.left_writes))
     derive(facts)
     facts.redactions = redact.counts
     return facts
@@ -151,7 +151,7 @@ def _agent_title(source: str | None) -> str:
         return source or "unknown agent"
 
 
-def _digest(session: dict, turns: list[Turn], calls: list[Call]) -> str:
+def _digest(session: dict, turns: list[Turn], calls: list[Call], left: tuple[int, list[str]] = (0, [])) -> str:
     """A hash of the normalized rows a handoff was rendered from, not of any run's metadata."""
     h = hashlib.sha256()
     for key in sorted(k for k in session if k not in ("record_count",)):
@@ -161,6 +161,8 @@ def _digest(session: dict, turns: list[Turn], calls: list[Call]) -> str:
     for c in calls:
         h.update(json.dumps([c.seq, c.tool_name, c.path, c.command, c.output, c.is_error, c.exit_code],
                             sort_keys=True).encode())
+    if left[0]:          # calls on branches left: only their count and files are rendered
+        h.update(json.dumps(["left", left[0], left[1]]).encode())
     return h.hexdigest()
 
 
