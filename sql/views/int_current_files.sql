@@ -42,7 +42,9 @@ by_session as (
 ),
 
 -- files of one session with the same name: most sessions have one file, and the files of one
--- with several (a Cline task's, a subagent's transcript and .meta.json) are named apart
+-- with several (a Cline task's, a subagent's transcript and .meta.json) are named apart. Not
+-- databases: one holds many sessions, and the copy holding more records need not hold every
+-- session of the other (a Cursor workspace's backup keeps chats the live one deleted)
 same_name as (
     select source, session_hint, parse_filename(path, false, 'both_slash') as file_name
     from source_files
@@ -50,6 +52,7 @@ same_name as (
         on by_session.source = source_files.source
         and by_session.session_hint = source_files.session_hint
         and by_session.file_count > 1
+    where not coalesce(container = 'sqlite', false)
     group by all
     having count(*) > 1
 ),
