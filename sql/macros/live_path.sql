@@ -24,9 +24,14 @@ entries as materialized (
 ),
 
 -- files with parent links; in one that holds a subagent's side chain besides the main
--- conversation (Qwen Code), the walk starts from the main conversation's last entry
+-- conversation (Qwen Code), the walk starts from the main conversation's last entry. The id
+-- a file's first entry hangs from is none, or the session's own (OpenClaw)
 trees as (
-    select file_id, session_id, bool_and(is_sidechain) as side_only
+    select
+        file_id,
+        session_id,
+        bool_and(is_sidechain) as side_only,
+        arg_min(parent_id, line_no) filter (where message_id is not null) as root_parent
     from entries
     group by file_id, session_id
     having count(parent_id) > 0
@@ -67,23 +72,15 @@ walk(file_id, session_id, message_id) as (
     where nodes.parent_id is not null
 ),
 
--- the id a file's first entry hangs from: none, or the session's own (OpenClaw)
-roots as (
-    select file_id, session_id, arg_min(parent_id, line_no) as root_parent
-    from entries
-    where message_id is not null
-    group by file_id, session_id
-),
-
 -- a walk that reaches an id that is neither an entry of the file nor where its first entry
 -- hangs went through a damaged link (a result pointing at its call's id, in a hand-made
 -- sample): where the conversation runs cannot be told, so every record of the file counts
 broken as (
     select distinct walk.file_id, walk.session_id
     from walk
-    join roots using (file_id, session_id)
+    join trees using (file_id, session_id)
     anti join nodes using (file_id, session_id, message_id)
-    where walk.message_id is distinct from roots.root_parent
+    where walk.message_id is distinct from trees.root_parent
 ),
 
 final as (

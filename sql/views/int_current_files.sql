@@ -25,6 +25,8 @@ with files as (
         gone,
         session_hint,
         records,
+        path,
+        mtime_ns,
         coalesce(container = 'sqlite', false) as is_database
     from source_files
 ),
@@ -47,12 +49,12 @@ by_session as (
 -- session of the other (a Cursor workspace's backup keeps chats the live one deleted)
 same_name as (
     select source, session_hint, parse_filename(path, false, 'both_slash') as file_name
-    from source_files
+    from files
     semi join by_session
-        on by_session.source = source_files.source
-        and by_session.session_hint = source_files.session_hint
+        on by_session.source = files.source
+        and by_session.session_hint = files.session_hint
         and by_session.file_count > 1
-    where not coalesce(container = 'sqlite', false)
+    where not is_database
     group by all
     having count(*) > 1
 ),
@@ -67,11 +69,12 @@ named as (
         mtime_ns,
         -- a store copied elsewhere keeps each file's folder and name
         regexp_extract(path, '[^/\\]*[/\\][^/\\]*$') as folder_and_name
-    from source_files
+    from files
     semi join same_name
-        on same_name.source = source_files.source
-        and same_name.session_hint = source_files.session_hint
-        and same_name.file_name = parse_filename(source_files.path, false, 'both_slash')
+        on same_name.source = files.source
+        and same_name.session_hint = files.session_hint
+        and same_name.file_name = parse_filename(files.path, false, 'both_slash')
+    where not is_database
 ),
 
 copies as (
